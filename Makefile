@@ -1,0 +1,32 @@
+# Two commands matter: `make run` and `make test` (see README.md).
+SHELL := /bin/bash
+export UV_PYTHON_DOWNLOADS := never
+UV ?= uv
+# Tests and checks talk to the machine's Postgres unless DATABASE_URL says otherwise.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
+
+.PHONY: run test lint typecheck pytest bench sync vendor
+
+sync:
+	@command -v $(UV) >/dev/null || pip install uv
+	$(UV) sync --frozen
+
+run: sync
+	$(UV) run python -m deeprepo_web.launcher
+
+lint: sync
+	$(UV) run ruff check .
+
+typecheck: sync
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(UV) run mypy deeprepo_web workers client/deeprepo_client
+
+pytest: sync
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(UV) run pytest $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+bench: sync
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(UV) run python bench/ingest.py
+
+vendor:
+	scripts/vendor.sh

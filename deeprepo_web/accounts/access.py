@@ -1,0 +1,93 @@
+"""Every permission check lives here. Outsiders get 404 so existence never leaks."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from django.http import Http404
+from django.utils import timezone
+
+from deeprepo_web.accounts.models import ApiKey, Membership, Project, Role, hash_key
+
+if TYPE_CHECKING:
+    from deeprepo_web.runs.models import Rollout, Run
+
+# last_used_at is a hint for humans, not an audit log: write it at most once a minute per key.
+_LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+def membership_for(user: Any, project: Project) -> Membership | None:
+    if user is None or not user.is_authenticated:
+        return None
+    return Membership.objects.filter(user=user, project=project).first()
+
+
+def project_for_user(user: Any, slug: str, *, role: str = Role.VIEWER) -> tuple[Project, Membership]:
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        raise Http404("no such project")
+    membership = membership_for(user, project)
+    if membership is None:
+        raise Http404("no such project")
+    if not membership.allows(role):
+        # A member without the role knows the project exists; still 404 for the object.
+        raise Http404("not allowed")
+    return project, membership
+
+
+def projects_for_user(user: Any) -> list[Project]:
+    if not user.is_authenticated:
+        return []
+    return list(Project.objects.filter(memberships__user=user).order_by("slug"))
+
+
+def can_write(user: Any, project: Project) -> bool:
+    membership = membership_for(user, project)
+    return membership is not None and membership.allows(Role.EDITOR)
+
+
+def run_for_user(user: Any, run_id: str, *, write: bool = False) -> Run:
+    from deeprepo_web.runs.models import Run
+
+    run = Run.objects.select_related("project").filter(public_id=run_id).first()
+    if run is None:
+        raise Http404("no such run")
+    project_for_user(user, run.project.slug, role=Role.EDITOR if write else Role.VIEWER)
+    return run
+
+
+def rollout_for_user(user: Any, rollout_id: int) -> Rollout:
+    from deeprepo_web.runs.models import Rollout
+
+    rollout = Rollout.objects.select_related("run__project", "example").filter(pk=rollout_id).first()
+    if rollout is None:
+        raise Http404("no such rollout")
+    project_for_user(user, rollout.run.project.slug)
+    return rollout
+
+
+def api_key_from_secret(secret: str) -> ApiKey | None:
+    if not secret.startswith("drk_"):
+        return None
+    key = ApiKey.objects.select_related("project").filter(secret_hash=hash_key(secret)).first()
+    if key is None or not key.is_active:
+        return None
+    now = timezone.now()
+    if key.last_used_at is None or now - key.last_used_at > _LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
+    return key
+
+
+def key_allows(key: ApiKey, scope: str) -> bool:
+    return not key.scopes or scope in key.scopes
+
+
+def run_for_key(key: ApiKey, run_id: str) -> Run:
+    from deeprepo_web.runs.models import Run
+
+    run = Run.objects.filter(public_id=run_id, project=key.project).first()
+    if run is None:
+        raise Http404("no such run")
+    return run

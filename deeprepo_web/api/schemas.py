@@ -1,0 +1,134 @@
+"""Payload shapes of the ingest API (the server side of deeprepo_client.records)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field, TypeAdapter
+from typing_extensions import Required, TypedDict
+
+
+
+class RunIn(Schema):
+    name: str = Field(min_length=1, max_length=500)
+    kind: Literal["train", "eval"] = "train"
+    status: Literal["queued", "running"] = "running"
+    model: str = Field(default="", max_length=500)
+    adapter: str = Field(default="", max_length=500)
+    environment: str = Field(default="", max_length=500)
+    method: str = Field(default="", max_length=100)
+    config: dict[str, Any] = {}
+    tags: list[str] = []
+    notes: str = ""
+    external_id: str = Field(default="", max_length=200)
+    source: str = Field(default="sdk", max_length=32)
+    parent_run_id: str | None = None
+    checkpoint_step: int | None = None
+    project: str | None = None  # checked against the key's project when given
+
+
+class RunPatch(Schema):
+    name: str | None = Field(default=None, min_length=1, max_length=500)
+    status: Literal["queued", "running", "finished", "failed", "cancelled", "crashed"] | None = None
+    model: str | None = None
+    adapter: str | None = None
+    environment: str | None = None
+    method: str | None = None
+    config: dict[str, Any] | None = None
+    tags: list[str] | None = None
+    notes: str | None = None
+    summary: dict[str, Any] | None = None
+
+
+class FinishIn(Schema):
+    status: Literal["finished", "failed", "cancelled", "crashed"] = "finished"
+
+
+class RunOut(Schema):
+    id: str
+    name: str
+    kind: str
+    status: str
+    model: str
+    environment: str
+    config: dict[str, Any]
+    tags: list[str]
+    source: str
+    parent_run_id: str | None
+    checkpoint_step: int | None
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    url: str
+
+
+class IngestOut(Schema):
+    received: int
+    stored: int
+
+
+# The two hot payloads are validated into plain dicts (TypedDict), not model objects:
+# no per-row object churn on 1,000-point batches.
+class MetricPointIn(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(extra="ignore")  # type: ignore[misc]
+    step: Required[int]
+    time: float | None
+    values: Required[dict[str, float | None]]
+
+
+class _ToolCallIn(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(extra="ignore", allow_inf_nan=False)  # type: ignore[misc]
+    call_id: str | None
+    name: Required[str]
+    arguments: Any
+    output: str | None
+    is_error: bool
+    duration: float | None
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None
+    sub_calls: list[_ToolCallIn]
+
+
+class _TurnIn(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(extra="ignore", allow_inf_nan=False)  # type: ignore[misc]
+    role: Required[str]
+    content: str | None
+    reasoning: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    latency: float | None
+    model: str | None
+    tool_calls: list[_ToolCallIn]
+    metadata: dict[str, Any]
+
+
+class RolloutIn(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(extra="ignore", allow_inf_nan=False)  # type: ignore[misc]
+    uid: str
+    example_key: Required[str]
+    prompt: Any
+    oracle: str | None
+    example_info: dict[str, Any]
+    step: int | None
+    sample_index: int | None
+    reward: float | None
+    reward_components: dict[str, float | None]
+    advantage: float | None
+    num_turns: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None
+    is_truncated: bool
+    stop_condition: str | None
+    error: str | None
+    duration: float | None
+    final_answer: str | None
+    metrics: dict[str, Any]
+    turns: list[_TurnIn]
+
+
+metric_batch = TypeAdapter(list[MetricPointIn])
+rollout_batch = TypeAdapter(list[RolloutIn])

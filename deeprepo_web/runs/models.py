@@ -1,0 +1,241 @@
+from __future__ import annotations
+
+import secrets
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.utils import timezone
+
+from deeprepo_web.accounts.models import Project
+
+_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def new_public_id() -> str:
+    # 16 base-36 characters ~ 82 bits: unguessable enough that ids in URLs never enumerate.
+    return "".join(secrets.choice(_ALPHABET) for _ in range(16))
+
+
+class RunKind(models.TextChoices):
+    TRAIN = "train"
+    EVAL = "eval"
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    CRASHED = "crashed"
+
+
+FINAL_RUN_STATUSES = {RunStatus.FINISHED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.CRASHED}
+
+
+class Run(models.Model):
+    public_id = models.CharField(max_length=24, unique=True, default=new_public_id)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
+    name = models.CharField(max_length=500)
+    kind = models.CharField(max_length=8, choices=RunKind.choices, default=RunKind.TRAIN)
+    status = models.CharField(max_length=12, choices=RunStatus.choices, default=RunStatus.RUNNING)
+    model = models.CharField(max_length=500, blank=True, default="")
+    adapter = models.CharField(max_length=500, blank=True, default="")
+    environment = models.CharField(max_length=500, blank=True, default="")
+    method = models.CharField(max_length=100, blank=True, default="")
+    config = models.JSONField(default=dict, blank=True)
+    tags = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    notes = models.TextField(blank=True, default="")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="evals")
+    checkpoint_step = models.IntegerField(null=True, blank=True)
+    source = models.CharField(max_length=32, default="sdk")
+    # The foreign tool's id (or the client's own run uuid): re-imports and retries find the same run.
+    external_id = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    # A cache of aggregates (last reward, counts ...) for list pages; rebuilt from rows when in doubt.
+    summary = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["project", "-created_at"], name="run_project_created"),
+            models.Index(fields=["project", "status"], name="run_project_status"),
+            models.Index(fields=["parent", "checkpoint_step"], name="run_parent_ckpt"),
+            GinIndex(fields=["tags"], name="run_tags_gin"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "source", "external_id"],
+                condition=~models.Q(external_id=""),
+                name="run_external_id_unique",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.public_id})"
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.started_at is None:
+            return None
+        end = self.finished_at or timezone.now()
+        return (end - self.started_at).total_seconds()
+
+
+class MetricSeries(models.Model):
+    """One metric key of one run; points and rollups hang off its small integer id."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="series")
+    key = models.CharField(max_length=500)
+    count = models.IntegerField(default=0)
+    first_step = models.BigIntegerField(null=True)
+    last_step = models.BigIntegerField(null=True)
+    last_value = models.FloatField(null=True)
+    min_value = models.FloatField(null=True)
+    max_value = models.FloatField(null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="series_run_key_unique")]
+
+
+class Metric(models.Model):
+    pk = models.CompositePrimaryKey("series_id", "step")
+    series = models.ForeignKey(MetricSeries, on_delete=models.DO_NOTHING, db_constraint=False)
+    step = models.BigIntegerField()
+    value = models.FloatField(null=True)
+    time = models.FloatField(null=True)  # unix seconds
+
+
+class MetricRollup(models.Model):
+    """Per-bucket min / max / last of a series at a few resolutions, kept as points arrive.
+
+    Level L groups steps into buckets of ROLLUP_WIDTHS[L] steps; min/max/last are idempotent
+    under re-sent points, so retries never skew them.
+    """
+
+    pk = models.CompositePrimaryKey("series_id", "level", "bucket")
+    series = models.ForeignKey(MetricSeries, on_delete=models.DO_NOTHING, db_constraint=False)
+    level = models.SmallIntegerField()
+    bucket = models.BigIntegerField()
+    min_value = models.FloatField(null=True)
+    max_value = models.FloatField(null=True)
+    last_value = models.FloatField(null=True)
+    last_step = models.BigIntegerField()
+    last_time = models.FloatField(null=True)
+
+
+class Example(models.Model):
+    """A task's stable identity across runs and checkpoints: (project, environment, key)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="examples")
+    environment = models.CharField(max_length=500, blank=True, default="")
+    key = models.TextField()
+    # Keys can be long (a prompt hash, or 10 KB of text): uniqueness goes through their sha256.
+    key_hash = models.CharField(max_length=64)
+    prompt = models.JSONField(null=True, blank=True)
+    oracle = models.TextField(blank=True, default="")
+    info = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "environment", "key_hash"], name="example_unique")
+        ]
+
+
+class Rollout(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rollouts")
+    uid = models.CharField(max_length=64)
+    example = models.ForeignKey(Example, on_delete=models.PROTECT, related_name="rollouts")
+    step = models.IntegerField(null=True, blank=True)
+    sample_index = models.IntegerField(null=True, blank=True)
+    reward = models.FloatField(null=True, blank=True)
+    reward_components = models.JSONField(default=dict, blank=True)
+    advantage = models.FloatField(null=True, blank=True)
+    num_turns = models.IntegerField(default=0)
+    input_tokens = models.BigIntegerField(null=True, blank=True)
+    output_tokens = models.BigIntegerField(null=True, blank=True)
+    cost = models.FloatField(null=True, blank=True)
+    is_truncated = models.BooleanField(default=False)
+    stop_condition = models.CharField(max_length=200, blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    duration = models.FloatField(null=True, blank=True)
+    final_answer = models.TextField(blank=True, default="")
+    metrics = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "uid"], name="rollout_run_uid_unique")]
+        indexes = [
+            models.Index(fields=["run", "step", "example"], name="rollout_run_step_example"),
+            models.Index(fields=["run", "reward"], name="rollout_run_reward"),
+            models.Index(fields=["example", "run"], name="rollout_example_run"),
+        ]
+
+
+class Turn(models.Model):
+    rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="turns")
+    index = models.IntegerField()
+    role = models.CharField(max_length=32)
+    content = models.TextField(blank=True, default="")
+    # When content passed the blob threshold: sha256 of the full body in the blob store.
+    content_blob = models.CharField(max_length=64, blank=True, default="")
+    content_size = models.BigIntegerField(default=0)
+    reasoning = models.TextField(blank=True, default="")
+    input_tokens = models.BigIntegerField(null=True, blank=True)
+    output_tokens = models.BigIntegerField(null=True, blank=True)
+    latency = models.FloatField(null=True, blank=True)
+    model = models.CharField(max_length=500, blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rollout", "index"], name="turn_rollout_index_unique")]
+
+
+class ToolCall(models.Model):
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="tool_calls")
+    rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="tool_calls")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="sub_calls")
+    index = models.IntegerField()
+    call_id = models.CharField(max_length=200, blank=True, default="")
+    name = models.CharField(max_length=500)
+    arguments = models.JSONField(null=True, blank=True)
+    output = models.TextField(blank=True, default="")
+    output_blob = models.CharField(max_length=64, blank=True, default="")
+    output_size = models.BigIntegerField(default=0)
+    is_error = models.BooleanField(default=False)
+    duration = models.FloatField(null=True, blank=True)
+    model = models.CharField(max_length=500, blank=True, default="")
+    input_tokens = models.BigIntegerField(null=True, blank=True)
+    output_tokens = models.BigIntegerField(null=True, blank=True)
+    cost = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["turn", "index"], name="toolcall_turn_index"),
+            models.Index(fields=["rollout", "name"], name="toolcall_rollout_name"),
+        ]
+
+
+class ArtifactStatus(models.TextChoices):
+    PENDING = "pending"
+    READY = "ready"
+
+
+class Artifact(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="artifacts")
+    name = models.CharField(max_length=1000)
+    kind = models.CharField(max_length=64, default="file")
+    size = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    storage_key = models.CharField(max_length=1200)
+    status = models.CharField(max_length=12, choices=ArtifactStatus.choices, default=ArtifactStatus.PENDING)
+    upload_id = models.CharField(max_length=500, blank=True, default="")  # S3 multipart upload
+    created_at = models.DateTimeField(default=timezone.now)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "name"], name="artifact_run_name_unique")]

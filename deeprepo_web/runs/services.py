@@ -1,0 +1,426 @@
+"""Writes for runs: create / update / finish, and the bulk, idempotent ingest of metrics and rollouts.
+
+Ingest goes around the ORM on purpose: one round trip per table per batch (unnest arrays, COPY),
+ON CONFLICT DO NOTHING for retries. Every batch is one transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from deeprepo_web.accounts.models import Project
+from deeprepo_web.runs.models import FINAL_RUN_STATUSES, Run, RunKind, RunStatus
+from deeprepo_web.storage import blob_put
+
+# Bucket widths (in steps) of the rollup levels; level i groups steps into ROLLUP_WIDTHS[i].
+ROLLUP_WIDTHS = (8, 64, 512, 4096, 32768, 262144)
+# What a row keeps of a body that went to the blob store.
+PREVIEW_CHARS = 16 * 1024
+
+RUN_FIELDS = ("name", "kind", "status", "model", "adapter", "environment", "method", "config", "tags", "notes")
+
+
+class IngestError(ValueError):
+    """Bad input found by a service; the message names the field."""
+
+
+def _ts(value: float | None) -> datetime | None:
+    if value is None:
+        return None
+    return datetime.fromtimestamp(value, tz=UTC)
+
+
+# ---------------------------------------------------------------- runs
+
+
+def run_create(
+    *,
+    project: Project,
+    name: str,
+    kind: str = RunKind.TRAIN,
+    status: str = RunStatus.RUNNING,
+    model: str = "",
+    adapter: str = "",
+    environment: str = "",
+    method: str = "",
+    config: dict[str, Any] | None = None,
+    tags: list[str] | None = None,
+    notes: str = "",
+    source: str = "sdk",
+    external_id: str = "",
+    parent: Run | None = None,
+    checkpoint_step: int | None = None,
+    started_at: datetime | None = None,
+    finished_at: datetime | None = None,
+    summary: dict[str, Any] | None = None,
+) -> tuple[Run, bool]:
+    """Returns (run, created). With an external_id, a retry or re-import returns the same run."""
+    fields: dict[str, Any] = {
+        "name": name,
+        "kind": kind,
+        "status": status,
+        "model": model,
+        "adapter": adapter,
+        "environment": environment,
+        "method": method,
+        "config": config or {},
+        "tags": tags or [],
+        "notes": notes,
+        "parent": parent,
+        "checkpoint_step": checkpoint_step,
+        "started_at": started_at or (timezone.now() if status != RunStatus.QUEUED else None),
+        "finished_at": finished_at,
+        "summary": summary or {},
+    }
+    if external_id:
+        run, created = Run.objects.get_or_create(
+            project=project, source=source, external_id=external_id, defaults=fields
+        )
+        return run, created
+    return Run.objects.create(project=project, source=source, **fields), True
+
+
+def run_update(*, run: Run, **changes: Any) -> Run:
+    unknown = set(changes) - set(RUN_FIELDS) - {"parent", "checkpoint_step", "summary", "started_at", "finished_at"}
+    if unknown:
+        raise IngestError(f"unknown run field(s): {', '.join(sorted(unknown))}")
+    for field, value in changes.items():
+        setattr(run, field, value)
+    if changes.get("status") == RunStatus.RUNNING and run.started_at is None:
+        run.started_at = timezone.now()
+    if changes.get("status") in FINAL_RUN_STATUSES and run.finished_at is None:
+        run.finished_at = timezone.now()
+    run.save()
+    return run
+
+
+def run_finish(*, run: Run, status: str = RunStatus.FINISHED) -> Run:
+    if status not in FINAL_RUN_STATUSES:
+        raise IngestError(f"status: {status!r} is not a final status ({', '.join(sorted(FINAL_RUN_STATUSES))})")
+    return run_update(run=run, status=status)
+
+
+# ---------------------------------------------------------------- text hygiene
+
+def clean_text(value: str) -> str:
+    """Postgres text refuses NUL and lone surrogates; model output contains both."""
+    if "\x00" in value:
+        value = value.replace("\x00", "\ufffd")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = value.encode("utf-8", "replace").decode("utf-8")
+    return value
+
+
+def clean_deep(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(str(k)): clean_deep(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_deep(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSONB has no NaN
+    return value
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _offload(text: str | None) -> tuple[str, str, int]:
+    """(kept text, blob sha or '', full size in bytes). Bodies past the threshold go to the store."""
+    if not text:
+        return "", "", 0
+    data = text.encode("utf-8")
+    if len(data) <= settings.DEEPREPO_BLOB_THRESHOLD:
+        return text, "", len(data)
+    return text[:PREVIEW_CHARS], blob_put(data), len(data)
+
+
+# ---------------------------------------------------------------- metrics
+
+def _series_ids(run: Run, keys: Iterable[str]) -> dict[str, int]:
+    keys = sorted(set(keys))
+    with connection.cursor() as cur:
+        cur.execute(
+            "INSERT INTO runs_metricseries (run_id, key, count) SELECT %s, k, 0 FROM unnest(%s::text[]) AS k "
+            "ON CONFLICT (run_id, key) DO NOTHING",
+            [run.pk, keys],
+        )
+        cur.execute("SELECT key, id FROM runs_metricseries WHERE run_id = %s AND key = ANY(%s)", [run.pk, keys])
+        return dict(cur.fetchall())
+
+
+def metrics_ingest(*, run: Run, points: list[dict[str, Any]]) -> int:
+    """Store points [{step, time?, values: {key: value}}]; returns how many were new.
+
+    Values may be None, NaN or ±Infinity (a diverged loss is information): they are stored as
+    given and left out of the rollups' min/max.
+    """
+    rows: dict[tuple[str, int], tuple[float | None, float | None]] = {}
+    for i, point in enumerate(points):
+        step, time_, values = point["step"], point.get("time"), point["values"]
+        for key, value in values.items():
+            if not key or len(key) > 500:
+                raise IngestError(f"points[{i}].values: metric key must have 1 to 500 characters")
+            rows[(key, step)] = (value, time_)
+    if not rows:
+        return 0
+    with transaction.atomic():
+        ids = _series_ids(run, (key for key, _ in rows))
+        series_col, step_col, value_col, time_col = [], [], [], []
+        for (key, step), (value, time_) in rows.items():
+            series_col.append(ids[key])
+            step_col.append(step)
+            value_col.append(value)
+            time_col.append(time_)
+        with connection.cursor() as cur:
+            cur.execute(
+                "INSERT INTO runs_metric (series_id, step, value, time) "
+                "SELECT * FROM unnest(%s::int[], %s::bigint[], %s::float8[], %s::float8[]) "
+                "ON CONFLICT DO NOTHING RETURNING series_id, step, value, time",
+                [series_col, step_col, value_col, time_col],
+            )
+            new = cur.fetchall()
+            if new:
+                _rollups_update(cur, new)
+    return len(new)
+
+
+def _rollups_update(cur: Any, new: list[tuple[int, int, float | None, float | None]]) -> None:
+    # (series, level, bucket) -> [min, max, last_value, last_step, last_time]
+    agg: dict[tuple[int, int, int], list[Any]] = {}
+    stats: dict[int, list[Any]] = {}  # series -> [count, first_step, last_step, last_value, min, max]
+    for series_id, step, value, time_ in new:
+        finite = value if value is not None and math.isfinite(value) else None
+        s = stats.get(series_id)
+        if s is None:
+            stats[series_id] = [1, step, step, value, finite, finite]
+        else:
+            s[0] += 1
+            s[1] = min(s[1], step)
+            if step >= s[2]:
+                s[2], s[3] = step, value
+            if finite is not None:
+                s[4] = finite if s[4] is None else min(s[4], finite)
+                s[5] = finite if s[5] is None else max(s[5], finite)
+        for level, width in enumerate(ROLLUP_WIDTHS):
+            k = (series_id, level, step // width)
+            a = agg.get(k)
+            if a is None:
+                agg[k] = [finite, finite, value, step, time_]
+                continue
+            if finite is not None:
+                a[0] = finite if a[0] is None else min(a[0], finite)
+                a[1] = finite if a[1] is None else max(a[1], finite)
+            if step >= a[3]:
+                a[2], a[3], a[4] = value, step, time_
+    # Sorted so that concurrent batches lock rollup rows in the same order (no deadlocks).
+    keys = sorted(agg)
+    cols: list[list[Any]] = [[] for _ in range(8)]
+    for k in keys:
+        a = agg[k]
+        for col, v in zip(cols, (*k, *a), strict=True):
+            col.append(v)
+    cur.execute(
+        "INSERT INTO runs_metricrollup AS r (series_id, level, bucket, min_value, max_value, last_value, "
+        "last_step, last_time) SELECT * FROM unnest(%s::int[], %s::smallint[], %s::bigint[], %s::float8[], "
+        "%s::float8[], %s::float8[], %s::bigint[], %s::float8[]) "
+        "ON CONFLICT (series_id, level, bucket) DO UPDATE SET "
+        "min_value = LEAST(r.min_value, EXCLUDED.min_value), max_value = GREATEST(r.max_value, EXCLUDED.max_value), "
+        "last_value = CASE WHEN EXCLUDED.last_step >= r.last_step THEN EXCLUDED.last_value ELSE r.last_value END, "
+        "last_time = CASE WHEN EXCLUDED.last_step >= r.last_step THEN EXCLUDED.last_time ELSE r.last_time END, "
+        "last_step = GREATEST(r.last_step, EXCLUDED.last_step)",
+        cols,
+    )
+    sids = sorted(stats)
+    scols: list[list[Any]] = [[] for _ in range(7)]
+    for sid in sids:
+        for col, v in zip(scols, (sid, *stats[sid]), strict=True):
+            col.append(v)
+    cur.execute(
+        "UPDATE runs_metricseries AS s SET count = s.count + u.n, "
+        "first_step = LEAST(s.first_step, u.first), "
+        "last_value = CASE WHEN s.last_step IS NULL OR u.last >= s.last_step THEN u.lastv ELSE s.last_value END, "
+        "last_step = GREATEST(s.last_step, u.last), "
+        "min_value = LEAST(s.min_value, u.mn), max_value = GREATEST(s.max_value, u.mx) "
+        "FROM unnest(%s::int[], %s::int[], %s::bigint[], %s::bigint[], %s::float8[], %s::float8[], %s::float8[]) "
+        "AS u(id, n, first, last, lastv, mn, mx) WHERE s.id = u.id",
+        scols,
+    )
+
+
+# ---------------------------------------------------------------- rollouts
+
+def rollout_uid(record: dict[str, Any]) -> str:
+    """The client's uid, or a hash of the content: the same rollout sent twice is stored once."""
+    uid = record.get("uid")
+    if uid:
+        return str(uid)[:64]
+    canonical = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()
+
+
+def _key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()
+
+
+def _examples_upsert(cur: Any, run: Run, records: list[dict[str, Any]]) -> dict[str, int]:
+    by_hash: dict[str, tuple[str, Any, str, Any]] = {}
+    for r in records:
+        key = r["example_key"]
+        h = _key_hash(key)
+        if h not in by_hash or (by_hash[h][1] is None and r.get("prompt") is not None):
+            by_hash[h] = (key, r.get("prompt"), r.get("oracle") or "", r.get("example_info") or {})
+    hashes = sorted(by_hash)
+    keys = [by_hash[h][0] for h in hashes]
+    prompts = [None if by_hash[h][1] is None else _dumps(by_hash[h][1]) for h in hashes]
+    oracles = [by_hash[h][2] for h in hashes]
+    infos = [_dumps(by_hash[h][3]) for h in hashes]
+    cur.execute(
+        "INSERT INTO runs_example AS e (project_id, environment, key, key_hash, prompt, oracle, info, created_at) "
+        "SELECT %s, %s, k, h, p::jsonb, o, i::jsonb, now() "
+        "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[]) AS u(k, h, p, o, i) "
+        "ON CONFLICT (project_id, environment, key_hash) DO UPDATE SET "
+        "prompt = COALESCE(e.prompt, EXCLUDED.prompt), "
+        "oracle = CASE WHEN e.oracle = '' THEN EXCLUDED.oracle ELSE e.oracle END "
+        "WHERE (e.prompt IS NULL AND EXCLUDED.prompt IS NOT NULL) OR (e.oracle = '' AND EXCLUDED.oracle <> '')",
+        [run.project_id, run.environment, keys, hashes, prompts, oracles, infos],
+    )
+    cur.execute(
+        "SELECT key_hash, id FROM runs_example WHERE project_id = %s AND environment = %s AND key_hash = ANY(%s)",
+        [run.project_id, run.environment, hashes],
+    )
+    return dict(cur.fetchall())
+
+
+def _next_ids(cur: Any, table: str, n: int) -> list[int]:
+    if n == 0:
+        return []
+    cur.execute(f"SELECT nextval(pg_get_serial_sequence('{table}', 'id')) FROM generate_series(1, %s)", [n])
+    return [row[0] for row in cur.fetchall()]
+
+
+def _count_calls(calls: list[dict[str, Any]]) -> int:
+    return sum(1 + _count_calls(c.get("sub_calls") or []) for c in calls)
+
+
+def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
+    """Store rollouts with their turns and tool calls; returns how many were new."""
+    if not rollouts:
+        return 0
+    uids = [rollout_uid(r) for r in rollouts]
+    now = timezone.now()
+    with transaction.atomic(), connection.cursor() as cur:
+        example_ids = _examples_upsert(cur, run, rollouts)
+        cols: list[list[Any]] = [[] for _ in range(19)]
+        seen: set[str] = set()
+        for r, uid in zip(rollouts, uids, strict=True):
+            if uid in seen:
+                continue
+            seen.add(uid)
+            turns = r.get("turns") or []
+            num_turns = r.get("num_turns")
+            if num_turns is None:
+                num_turns = sum(1 for t in turns if t.get("role") == "assistant")
+            values = (
+                uid,
+                example_ids[_key_hash(r["example_key"])],
+                r.get("step"),
+                r.get("sample_index"),
+                r.get("reward"),
+                _dumps(r.get("reward_components") or {}),
+                r.get("advantage"),
+                num_turns,
+                r.get("input_tokens"),
+                r.get("output_tokens"),
+                r.get("cost"),
+                bool(r.get("is_truncated")),
+                (r.get("stop_condition") or "")[:200],
+                r.get("error") or "",
+                r.get("duration"),
+                r.get("final_answer") or "",
+                _dumps(r.get("metrics") or {}),
+                now,
+                run.pk,
+            )
+            for col, v in zip(cols, values, strict=True):
+                col.append(v)
+        cur.execute(
+            "INSERT INTO runs_rollout (uid, example_id, step, sample_index, reward, reward_components, advantage, "
+            "num_turns, input_tokens, output_tokens, cost, is_truncated, stop_condition, error, duration, "
+            "final_answer, metrics, created_at, run_id) "
+            "SELECT u, e, s, si, rw, rc::jsonb, adv, nt, it, ot, c, tr, sc, er, d, fa, m::jsonb, ca, rid "
+            "FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::int[], %s::float8[], %s::text[], %s::float8[], "
+            "%s::int[], %s::bigint[], %s::bigint[], %s::float8[], %s::bool[], %s::text[], %s::text[], "
+            "%s::float8[], %s::text[], %s::text[], %s::timestamptz[], %s::bigint[]) "
+            "AS x(u, e, s, si, rw, rc, adv, nt, it, ot, c, tr, sc, er, d, fa, m, ca, rid) "
+            "ON CONFLICT (run_id, uid) DO NOTHING RETURNING uid, id",
+            cols,
+        )
+        new_ids = dict(cur.fetchall())
+        if not new_ids:
+            return 0
+        fresh = [(new_ids[u], r) for r, u in zip(rollouts, uids, strict=True) if u in new_ids]
+        _turns_write(cur, fresh)
+    return len(new_ids)
+
+
+def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]]) -> None:
+    n_turns = sum(len(r.get("turns") or []) for _, r in fresh)
+    n_calls = sum(_count_calls(t.get("tool_calls") or []) for _, r in fresh for t in r.get("turns") or [])
+    turn_ids = iter(_next_ids(cur, "runs_turn", n_turns))
+    call_ids = iter(_next_ids(cur, "runs_toolcall", n_calls))
+    turn_rows: list[tuple[Any, ...]] = []
+    call_rows: list[tuple[Any, ...]] = []
+
+    def add_calls(calls: list[dict[str, Any]], turn_id: int, rollout_id: int, parent: int | None) -> None:
+        for index, call in enumerate(calls):
+            call_id = next(call_ids)
+            output, blob, size = _offload(call.get("output"))
+            arguments = call.get("arguments")
+            call_rows.append((
+                call_id, turn_id, rollout_id, parent, index, (call.get("call_id") or "")[:200],
+                (call.get("name") or "")[:500], None if arguments is None else _dumps(arguments),
+                output, blob, size, bool(call.get("is_error")), call.get("duration"),
+                (call.get("model") or "")[:500], call.get("input_tokens"), call.get("output_tokens"),
+                call.get("cost"),
+            ))
+            add_calls(call.get("sub_calls") or [], turn_id, rollout_id, call_id)
+
+    for rollout_id, r in fresh:
+        for index, turn in enumerate(r.get("turns") or []):
+            turn_id = next(turn_ids)
+            content, blob, size = _offload(turn.get("content"))
+            turn_rows.append((
+                turn_id, rollout_id, index, (turn.get("role") or "")[:32], content, blob, size,
+                turn.get("reasoning") or "", turn.get("input_tokens"), turn.get("output_tokens"),
+                turn.get("latency"), (turn.get("model") or "")[:500], _dumps(turn.get("metadata") or {}),
+            ))
+            add_calls(turn.get("tool_calls") or [], turn_id, rollout_id, None)
+
+    raw = cur.cursor  # the psycopg cursor: COPY is the fastest way in
+    with raw.copy(
+        "COPY runs_turn (id, rollout_id, index, role, content, content_blob, content_size, reasoning, "
+        "input_tokens, output_tokens, latency, model, metadata) FROM STDIN"
+    ) as copy:
+        for row in turn_rows:
+            copy.write_row(row)
+    if call_rows:
+        with raw.copy(
+            "COPY runs_toolcall (id, turn_id, rollout_id, parent_id, index, call_id, name, arguments, output, "
+            "output_blob, output_size, is_error, duration, model, input_tokens, output_tokens, cost) FROM STDIN"
+        ) as copy:
+            for row in call_rows:
+                copy.write_row(row)

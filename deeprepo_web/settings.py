@@ -1,0 +1,128 @@
+"""The only settings file: every value comes from the environment (see .env.example)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from deeprepo_web.env import database_from_url, env_bool, env_int, env_list, env_str, secret_key_from_file
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("DEEPREPO_DATA_DIR", str(BASE_DIR / ".data"))).resolve()
+
+DEBUG = env_bool("DEBUG", False)
+# Without SECRET_KEY, one is generated once and kept in the data directory (a single-machine install).
+SECRET_KEY = env_str("SECRET_KEY", "") or secret_key_from_file(DATA_DIR / "secret_key")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
+
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "django.contrib.postgres",
+    "django_htmx",
+    "template_partials",
+    "deeprepo_web.accounts",
+    "deeprepo_web.runs",
+    "deeprepo_web.jobs",
+    "deeprepo_web.sharing",
+    "deeprepo_web.front",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "deeprepo_web.front.middleware.ContentSecurityPolicyMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "deeprepo_web.urls"
+WSGI_APPLICATION = "deeprepo_web.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+DATABASES = {"default": database_from_url(env_str("DATABASE_URL"))}
+DATABASES["default"]["TEST"] = {"NAME": env_str("DEEPREPO_TEST_DB", "test_deeprepo")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "deeprepo_web" / "static"]
+STATIC_ROOT = DATA_DIR / "static"
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+
+# API bodies: a batch may hold multi-MB tool outputs, but a 50 MB body is refused with 413.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DEEPREPO_MAX_BODY_BYTES", 32 * 1024 * 1024)
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
+# Text bodies above this go to the blob store; the row keeps a preview and a reference.
+DEEPREPO_BLOB_THRESHOLD = env_int("DEEPREPO_BLOB_THRESHOLD", 256 * 1024)
+
+# Storage: the filesystem under DATA_DIR unless an S3 bucket is named.
+DEEPREPO_S3_BUCKET = env_str("DEEPREPO_S3_BUCKET", "")
+DEEPREPO_S3_ENDPOINT_URL = env_str("DEEPREPO_S3_ENDPOINT_URL", "")
+DEEPREPO_S3_REGION = env_str("DEEPREPO_S3_REGION", "us-east-1")
+
+# Celery: with no broker URL, a filesystem broker under DATA_DIR needs no server (one machine).
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+if CELERY_BROKER_URL == "filesystem://":
+    _broker_dir = DATA_DIR / "broker"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "out"),
+        "data_folder_out": str(_broker_dir / "out"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+CELERY_TIMEZONE = "UTC"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from django.urls import include, path
+
+from deeprepo_web.api.views import api
+
+urlpatterns = [
+    path("api/", api.urls),
+    path("", include("deeprepo_web.front.urls")),
+]

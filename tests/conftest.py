@@ -1,0 +1,93 @@
+"""Shared fixtures: a project with an owner (admin), an editor, a viewer, an outsider, and an API key."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def samples_dir() -> Path | None:
+    import os
+
+    env = os.environ.get("DEEPREPO_SAMPLES")
+    path = Path(env) if env else REPO.parent / "shared" / "samples"
+    return path if path.is_dir() else None
+
+
+@pytest.fixture
+def samples() -> Path:
+    path = samples_dir()
+    if path is None:
+        pytest.skip("../shared/samples is absent (set DEEPREPO_SAMPLES to run the real-file tests)")
+    return path
+
+
+@dataclass
+class Team:
+    project: Any
+    owner: Any
+    editor: Any
+    viewer: Any
+    outsider: Any
+    other_project: Any
+    key: str
+    other_key: str
+
+
+@pytest.fixture
+def team(db: Any, settings: Any, tmp_path: Path) -> Team:
+    from django.contrib.auth.models import User
+
+    from deeprepo_web.accounts.services import api_key_create, membership_set, project_create
+
+    settings.DATA_DIR = tmp_path / "data"
+    owner = User.objects.create_user("owner", password="owner-pass-123")
+    editor = User.objects.create_user("editor", password="editor-pass-123")
+    viewer = User.objects.create_user("viewer", password="viewer-pass-123")
+    outsider = User.objects.create_user("outsider", password="outsider-pass-123")
+    project = project_create(slug="demo", name="Demo", owner=owner)
+    membership_set(project=project, user=editor, role="editor")
+    membership_set(project=project, user=viewer, role="viewer")
+    other = project_create(slug="other", name="Other", owner=outsider)
+    _, key = api_key_create(project=project, user=owner, name="test")
+    _, other_key = api_key_create(project=other, user=outsider, name="other")
+    return Team(project, owner, editor, viewer, outsider, other, key, other_key)
+
+
+class Api:
+    """A thin JSON client over Django's test client with a Bearer key."""
+
+    def __init__(self, client: Any, key: str | None) -> None:
+        self.client = client
+        self.key = key
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"} if self.key else {}
+
+    def post(self, path: str, body: Any, raw: bool = False) -> Any:
+        data = body if raw else json.dumps(body)
+        return self.client.post(f"/api/v1{path}", data=data, content_type="application/json", headers=self._headers())
+
+    def patch(self, path: str, body: Any) -> Any:
+        return self.client.patch(
+            f"/api/v1{path}", data=json.dumps(body), content_type="application/json", headers=self._headers()
+        )
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.client.get(f"/api/v1{path}", params, headers=self._headers())
+
+
+@pytest.fixture
+def api(client: Any, team: Team) -> Api:
+    return Api(client, team.key)
+
+
+@pytest.fixture
+def other_api(client: Any, team: Team) -> Api:
+    return Api(client, team.other_key)

@@ -1,0 +1,13 @@
+"""The Celery app, configured from Django settings (namespace CELERY_)."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
+
+app = Celery("deeprepo")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks(["workers"])
