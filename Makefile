@@ -21,7 +21,7 @@ typecheck: sync
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(UV) run mypy deeprepo_web workers client/deeprepo_client
 
 pytest: sync
-	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(UV) run pytest $(PYTEST_ARGS)
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} DEEPREPO_CONN_MAX_AGE=0 $(UV) run pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 

@@ -61,7 +61,7 @@ def database_from_url(url: str) -> dict[str, object]:
         "PASSWORD": unquote(parsed.password or ""),
         "HOST": host,
         "PORT": str(parsed.port or ""),
-        "CONN_MAX_AGE": 60,
+        "CONN_MAX_AGE": env_int("DEEPREPO_CONN_MAX_AGE", 60),
         "CONN_HEALTH_CHECKS": True,
     }
 

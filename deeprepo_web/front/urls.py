@@ -11,4 +11,5 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("p/<slug:slug>/", views.project, name="project"),
     path("p/<slug:slug>/runs/<str:run_id>/", views.run_detail, name="run"),
+    path("r/<str:run_id>/", views.run_redirect, name="run_short"),
 ]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 
 from deeprepo_web.accounts import access
 from deeprepo_web.runs import selectors
@@ -26,11 +26,16 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
 def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     run = access.run_for_user(request.user, run_id)
     if run.project.slug != slug:
-        from django.http import Http404
-
         raise Http404("no such run")
     return render(
         request,
         "front/run.html",
         {"project": run.project, "run": run, "keys": selectors.series_keys(run=run)},
     )
+
+
+@login_required
+def run_redirect(request: HttpRequest, run_id: str) -> HttpResponse:
+    """Short link printed by the client: /r/<id>/ -> the run page inside its project."""
+    run = access.run_for_user(request.user, run_id)
+    return redirect("run", slug=run.project.slug, run_id=run.public_id)

@@ -1,0 +1,58 @@
+"""`deeprepo sync DIR`: upload spooled runs. `deeprepo watch DIR`: follow a live output folder."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from deeprepo_client.spool import Spool, spool_dirs
+from deeprepo_client.transport import Refused, ServerAway, Transport, drain
+
+
+def _transport(args: argparse.Namespace) -> Transport:
+    key = args.api_key or os.environ.get("DEEPREPO_API_KEY")
+    if not key:
+        sys.exit("deeprepo: no API key (pass --api-key or set DEEPREPO_API_KEY)")
+    return Transport(args.url or os.environ.get("DEEPREPO_URL") or "http://127.0.0.1:8000", key)
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    dirs = spool_dirs(Path(args.dir))
+    if not dirs:
+        print(f"deeprepo: no spooled run in {args.dir}", file=sys.stderr)
+        return 1
+    transport = _transport(args)
+    failed = 0
+    for path in dirs:
+        spool = Spool(path)
+        try:
+            result = drain(spool, transport)
+        except (ServerAway, Refused) as exc:
+            print(f"{path.name}: not sent ({exc}); run sync again later", file=sys.stderr)
+            failed += 1
+            continue
+        server_id = spool.read_meta()["server_id"]
+        print(f"{path.name}: run {server_id}: {result.sent} batch(es), {result.points} points, "
+              f"{result.rollouts} rollouts sent; {spool.pending()} left")
+        for line in result.rejected:
+            print(f"  refused: {line}", file=sys.stderr)
+        failed += bool(result.rejected)
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="deeprepo")
+    parser.add_argument("--url", help="server URL (default $DEEPREPO_URL)")
+    parser.add_argument("--api-key", help="API key (default $DEEPREPO_API_KEY)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sync = sub.add_parser("sync", help="upload runs spooled while the server was away or offline")
+    sync.add_argument("dir", help="a run's spool directory, or a spool root holding several")
+    sync.set_defaults(func=cmd_sync)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""A run being logged: `init()` makes one; `log`, `log_rollouts`, `finish` feed it.
+
+Every batch goes to the run's spool on disk first; a background thread sends the spool in order.
+When the server is away the spool simply grows and is sent when it is back (or later with
+`deeprepo sync DIR`): nothing is lost, and since every op is idempotent, nothing is doubled.
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import os
+import shutil
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from deeprepo_client.spool import Spool, SpoolError, default_root
+from deeprepo_client.transport import Refused, ServerAway, Transport, backoff, drain, ensure_run, send_op
+
+METRIC_BATCH = 1000  # points per request
+ROLLOUT_BATCH = 50  # rollouts per request
+
+
+def _warn(message: str) -> None:
+    print(f"deeprepo: {message}", file=sys.stderr, flush=True)
+
+
+class Run:
+    def __init__(
+        self,
+        *,
+        spool: Spool,
+        transport: Transport | None,
+        flush_interval: float = 1.0,
+    ) -> None:
+        self.spool = spool
+        self.transport = transport
+        self.flush_interval = flush_interval
+        self._points: list[dict[str, Any]] = []
+        self._point_count = 0
+        self._step = 0
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._drained = threading.Event()
+        self._finished = False
+        self.last_error: str | None = None
+        self._server_id: str | None = None
+        self._thread: threading.Thread | None = None
+        if transport is not None:
+            self._thread = threading.Thread(target=self._sender, name="deeprepo-sender", daemon=True)
+            self._thread.start()
+        atexit.register(self._atexit)
+
+    # ------------------------------------------------------------ identity
+
+    @property
+    def id(self) -> str | None:
+        """The server's public id (None while offline and never synced)."""
+        if self._server_id is None and self.spool.path.exists():
+            self._server_id = self.spool.read_meta().get("server_id")
+        return self._server_id
+
+    @property
+    def local_id(self) -> str:
+        return self.spool.path.name
+
+    @property
+    def url(self) -> str | None:
+        if self.transport is None or self.id is None:
+            return None
+        return f"{self.transport.url}/r/{self.id}/"
+
+    # ------------------------------------------------------------ logging
+
+    def log(self, values: dict[str, Any], step: int | None = None, time_: float | None = None) -> None:
+        """Log scalar values at a step (the next step after the last one when omitted)."""
+        if step is None:
+            step = self._step
+        numbers: dict[str, float | None] = {}
+        for key, value in values.items():
+            if isinstance(value, bool):
+                value = float(value)
+            if value is None or isinstance(value, int | float):
+                numbers[str(key)] = None if value is None else float(value)
+            elif hasattr(value, "item"):  # numpy / torch scalars
+                numbers[str(key)] = float(value.item())
+            else:
+                _warn(f"log: {key!r} is a {type(value).__name__}, not a number; skipped")
+        with self._lock:
+            self._step = max(self._step, step + 1)
+            self._points.append({"step": int(step), "time": time_ or time.time(), "values": numbers})
+            self._point_count += len(numbers)
+            full = self._point_count >= METRIC_BATCH
+        if full:
+            self._flush_points()
+
+    def log_rollouts(self, rollouts: list[dict[str, Any]]) -> None:
+        """Log rollouts (deeprepo_client.records.RolloutRecord). Each gets a uid so re-sends are no-ops."""
+        batch = []
+        for r in rollouts:
+            r = dict(r)
+            r.setdefault("uid", uuid.uuid4().hex)
+            for key in ("reward", "advantage", "cost", "duration"):
+                v = r.get(key)
+                if isinstance(v, float) and not math.isfinite(v):
+                    _warn(f"log_rollouts: {key}={v} is not finite; stored as unknown")
+                    r[key] = None
+            batch.append(r)
+        for i in range(0, len(batch), ROLLOUT_BATCH):
+            self._append("rollouts", batch[i : i + ROLLOUT_BATCH])
+
+    def update(self, **fields: Any) -> None:
+        """Change run fields (tags, notes, config, summary, status ...)."""
+        self._append("update", fields)
+
+    def finish(self, status: str = "finished", timeout: float | None = None) -> bool:
+        """Flush everything and mark the run finished. Returns True when the server has it all."""
+        if self._finished:
+            return self.spool.pending() == 0
+        self._flush_points()
+        self._append("finish", {"status": status})
+        self._finished = True
+        if self.transport is None:
+            _warn(f"offline run spooled in {self.spool.path}; upload it with `deeprepo sync {self.spool.path}`")
+            return False
+        wait = float(os.environ.get("DEEPREPO_FINISH_TIMEOUT", "60")) if timeout is None else timeout
+        deadline = time.monotonic() + wait
+        while self.spool.pending() > 0 and time.monotonic() < deadline:
+            self._wake.set()
+            self._drained.wait(0.2)
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        left = self.spool.pending()
+        if left:
+            _warn(
+                f"the server did not take {left} batch(es) in time ({self.last_error}); they are kept in "
+                f"{self.spool.path}; upload them with `deeprepo sync {self.spool.path}`"
+            )
+            return False
+        self.id  # noqa: B018 - remember the server id before the spool goes
+        if not (self.spool.path / "rejected.jsonl").exists():
+            shutil.rmtree(self.spool.path, ignore_errors=True)  # everything is on the server
+        return True
+
+    # ------------------------------------------------------------ internals
+
+    def _append(self, kind: str, body: Any) -> None:
+        try:
+            self.spool.append(kind, body)
+        except SpoolError as exc:
+            # The spool is intact but this batch is not on disk: try to send it right away.
+            _warn(str(exc))
+            if self.transport is None:
+                raise
+            run_id = ensure_run(self.spool, self.transport)
+            send_op(self.transport, run_id, {"kind": kind, "body": body})
+            return
+        self._wake.set()
+
+    def _flush_points(self) -> None:
+        with self._lock:
+            points, self._points, self._point_count = self._points, [], 0
+        if points:
+            self._append("metrics", points)
+
+    def _sender(self) -> None:
+        assert self.transport is not None
+        attempt = 0
+        while True:
+            self._wake.wait(self.flush_interval)
+            self._wake.clear()
+            self._flush_points()
+            try:
+                result = drain(self.spool, self.transport)
+                for line in result.rejected:
+                    _warn(f"the server refused a batch: {line}")
+                attempt = 0
+                self.last_error = None
+                self._drained.set()
+            except (ServerAway, Refused) as exc:
+                self.last_error = str(exc)
+                self._drained.clear()
+                if attempt == 0:
+                    _warn(f"server away ({exc}); spooling to {self.spool.path} and retrying")
+                if self._stop.wait(backoff(attempt)):
+                    return
+                attempt = min(attempt + 1, 6)
+                self._wake.set()
+                continue
+            if self._stop.is_set() and self.spool.pending() == 0:
+                return
+
+    def _atexit(self) -> None:
+        if not self._finished:
+            try:
+                self.finish(status="crashed" if sys.exc_info()[0] else "finished", timeout=10)
+            except Exception as exc:  # noqa: BLE001 - never raise from interpreter exit
+                _warn(f"could not finish the run at exit: {exc}")
+
+
+def init(
+    project: str | None = None,
+    name: str | None = None,
+    config: dict[str, Any] | None = None,
+    *,
+    kind: str = "train",
+    model: str = "",
+    environment: str = "",
+    method: str = "",
+    tags: list[str] | None = None,
+    notes: str = "",
+    parent_run_id: str | None = None,
+    checkpoint_step: int | None = None,
+    run_id: str | None = None,
+    url: str | None = None,
+    api_key: str | None = None,
+    mode: str | None = None,
+    spool_dir: str | Path | None = None,
+    flush_interval: float = 1.0,
+) -> Run:
+    """Start (or, with run_id / DEEPREPO_RUN_ID, resume) a run.
+
+    Reads DEEPREPO_URL, DEEPREPO_API_KEY, DEEPREPO_RUN_ID, DEEPREPO_PROJECT, DEEPREPO_MODE
+    (`online` or `offline`) and DEEPREPO_SPOOL_DIR.
+    """
+    mode = (mode or os.environ.get("DEEPREPO_MODE") or "online").lower()
+    if mode not in ("online", "offline"):
+        raise ValueError(f"DEEPREPO_MODE must be online or offline, not {mode!r}")
+    url = url or os.environ.get("DEEPREPO_URL") or "http://127.0.0.1:8000"
+    api_key = api_key or os.environ.get("DEEPREPO_API_KEY")
+    run_id = run_id or os.environ.get("DEEPREPO_RUN_ID") or None
+    project = project or os.environ.get("DEEPREPO_PROJECT") or None
+    if mode == "online" and not api_key:
+        raise ValueError("no API key: pass api_key= or set DEEPREPO_API_KEY (or DEEPREPO_MODE=offline)")
+    local_id = uuid.uuid4().hex
+    create: dict[str, Any] = {
+        "name": name or f"run-{time.strftime('%Y%m%d-%H%M%S')}",
+        "kind": kind,
+        "config": config or {},
+        "model": model,
+        "environment": environment,
+        "method": method,
+        "tags": tags or [],
+        "notes": notes,
+        "external_id": local_id,
+        "parent_run_id": parent_run_id,
+        "checkpoint_step": checkpoint_step,
+    }
+    if project:
+        create["project"] = project
+    root = Path(spool_dir) if spool_dir else default_root()
+    spool = Spool.create(root, local_id, create, server_id=run_id)
+    transport = Transport(url, api_key) if mode == "online" and api_key else None
+    if transport is not None:
+        if run_id:
+            spool.append("update", {"status": "running"})
+        else:
+            # Create now so run.id is known at once; if the server is away the sender creates it later.
+            for attempt in range(3):
+                try:
+                    ensure_run(spool, transport)
+                    break
+                except ServerAway as exc:
+                    if attempt == 2:
+                        _warn(f"server away ({exc}); the run will be created when it is back")
+                    else:
+                        time.sleep(backoff(attempt))
+    return Run(spool=spool, transport=transport, flush_interval=flush_interval)
