@@ -1,0 +1,117 @@
+"""`make run`: everything on one machine, stopped together on Ctrl-C.
+
+An embedded Postgres (pgserver, data under .data/pg) when DATABASE_URL is unset; migrations; a demo
+login, project and API key; a Celery worker and beat (filesystem broker unless CELERY_BROKER_URL is
+set); the web app on 127.0.0.1:8000; and a demo GRPO training job to watch.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _say(message: str) -> None:
+    print(f"\033[1m[deeprepo]\033[0m {message}", flush=True)
+
+
+def _start_embedded_postgres(data_dir: Path) -> Any:
+    import pgserver
+
+    server = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")
+    return server
+
+
+def _wait_http(url: str, timeout: float = 60) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return True
+        except Exception:  # noqa: BLE001 - not up yet
+            time.sleep(0.3)
+    return False
+
+
+def main() -> int:
+    data_dir = Path(os.environ.get("DEEPREPO_DATA_DIR") or ROOT / ".data").resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["DEEPREPO_DATA_DIR"] = str(data_dir)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
+    host = os.environ.get("DEEPREPO_HOST", "127.0.0.1")
+    port = os.environ.get("DEEPREPO_PORT", "8000")
+    site = f"http://{host}:{port}"
+    os.environ.setdefault("SITE_URL", site)
+    pg = None
+    if not os.environ.get("DATABASE_URL"):
+        _say(f"DATABASE_URL is unset: starting an embedded Postgres in {data_dir / 'pg'}")
+        pg = _start_embedded_postgres(data_dir)
+        os.environ["DATABASE_URL"] = pg.get_uri()
+    py = sys.executable
+    manage = [py, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], check=True, cwd=ROOT)
+    boot = subprocess.run(
+        [*manage, "bootstrap_demo", "--url", site], check=True, cwd=ROOT, capture_output=True, text=True
+    )
+    print(boot.stdout, end="", flush=True)
+    api_key = boot.stdout.strip().splitlines()[-1].split()[-1]
+
+    procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        procs.append((name, subprocess.Popen(argv, cwd=ROOT, env=env or os.environ.copy())))
+
+    celery = [py, "-m", "celery", "-A", "workers.celery"]
+    spawn("worker", [*celery, "worker", "-l", "info", "-c", "2", "-n", "deeprepo@%h"])
+    spawn("beat", [*celery, "beat", "-l", "info", "-s", str(data_dir / "celerybeat-schedule")])
+    spawn("web", [py, "-m", "gunicorn", "deeprepo_web.wsgi", "-b", f"{host}:{port}", "-w", "2",
+                  "--threads", "4", "--access-logfile", "-", "--timeout", "120"])
+    if _wait_http(f"{site}/login/"):
+        _say(f"web app on {site}/  (log in with the demo login above)")
+        demo = subprocess.run([*manage, "launch_demo", "--api-key", api_key, "--url", site], cwd=ROOT,
+                              capture_output=True, text=True)
+        print(demo.stdout + demo.stderr, end="", flush=True)
+    else:
+        _say("the web app did not come up; see its log above")
+    _say("Ctrl-C stops everything")
+
+    stopping = False
+
+    def stop(*_: Any) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        while not stopping:
+            for name, proc in procs:
+                if proc.poll() is not None:
+                    _say(f"{name} exited with code {proc.returncode}; stopping")
+                    stopping = True
+            time.sleep(0.5)
+    finally:
+        for _, proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for _, proc in procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        if pg is not None:
+            pg.cleanup()
+        _say("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
