@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import time
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -56,6 +56,9 @@ class ApiKey(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    def __str__(self) -> str:
+        return f"drk_{self.prefix}_…"
+
     @classmethod
     def generate(cls) -> tuple[str, str, str]:
         """Returns (full secret, prefix, hash)."""
@@ -68,5 +71,3 @@ class ApiKey(models.Model):
         now = timezone.now()
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
 
-    def __str__(self) -> str:
-        return f"drk_{self.prefix}_…"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -10,14 +10,14 @@ from deeprepo_web.accounts.models import ApiKey, Membership, Project, Role
 
 
 @transaction.atomic
-def project_create(*, slug: str, name: str = "", owner: AbstractBaseUser | None = None) -> Project:
+def project_create(*, slug: str, name: str = "", owner: User | None = None) -> Project:
     project = Project.objects.create(slug=slug, name=name or slug)
     if owner is not None:
         Membership.objects.create(user=owner, project=project, role=Role.ADMIN)
     return project
 
 
-def membership_set(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
+def membership_set(*, project: Project, user: User, role: str) -> Membership:
     membership, _ = Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
     return membership
 
@@ -25,7 +25,7 @@ def membership_set(*, project: Project, user: AbstractBaseUser, role: str) -> Me
 def api_key_create(
     *,
     project: Project,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     name: str = "",
     scopes: list[str] | None = None,
     expires_at: datetime | None = None,

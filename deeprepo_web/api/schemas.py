@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Required
 
 from ninja import Schema
 from pydantic import ConfigDict, Field, TypeAdapter
-from typing_extensions import Required, TypedDict
-
+from typing_extensions import TypedDict
 
 
 class RunIn(Schema):
