@@ -150,16 +150,86 @@ def _offload(text: str | None) -> tuple[str, str, int]:
 
 # ---------------------------------------------------------------- metrics
 
-def _series_ids(run: Run, keys: Iterable[str]) -> dict[str, int]:
-    keys = sorted(set(keys))
-    with connection.cursor() as cur:
-        cur.execute(
-            "INSERT INTO runs_metricseries (run_id, key, count) SELECT %s, k, 0 FROM unnest(%s::text[]) AS k "
-            "ON CONFLICT (run_id, key) DO NOTHING",
-            [run.pk, keys],
-        )
-        cur.execute("SELECT key, id FROM runs_metricseries WHERE run_id = %s AND key = ANY(%s)", [run.pk, keys])
-        return dict(cur.fetchall())
+_known_series: set[tuple[int, str]] = set()  # (run id, key) pairs known to exist; ids never change
+
+
+def _series_ensure(cur: Any, run: Run, keys: set[str]) -> None:
+    missing = sorted(k for k in keys if (run.pk, k) not in _known_series)
+    if not missing:
+        return
+    cur.execute(
+        "INSERT INTO runs_metricseries (run_id, key, count) SELECT %s, k, 0 FROM unnest(%s::text[]) AS k "
+        "ON CONFLICT (run_id, key) DO NOTHING",
+        [run.pk, missing],
+    )
+    if len(_known_series) > 200_000:
+        _known_series.clear()
+    _known_series.update((run.pk, k) for k in missing)
+
+
+def _rollup_levels_sql() -> str:
+    return ", ".join(f"({level}, {width})" for level, width in enumerate(ROLLUP_WIDTHS))
+
+
+# One statement does the whole batch in Postgres: expand the JSON points, insert the new ones, and
+# fold only those (RETURNING) into the rollups and the series stats. min/max/last are idempotent,
+# and count only sees new rows, so a re-sent batch changes nothing.
+_METRICS_SQL = f"""
+WITH pts AS (
+    SELECT (p->>'step')::bigint AS step, (p->>'time')::float8 AS time, p->'values' AS vals
+    FROM jsonb_array_elements(%(points)s::jsonb) AS p
+), raw AS (
+    SELECT DISTINCT ON (s.id, pts.step) s.id AS series_id, pts.step, (kv.value #>> '{{}}')::float8 AS value, pts.time
+    FROM pts CROSS JOIN LATERAL jsonb_each(pts.vals) AS kv
+    JOIN runs_metricseries s ON s.run_id = %(run)s AND s.key = kv.key
+    ORDER BY s.id, pts.step
+), new AS (
+    INSERT INTO runs_metric (series_id, step, value, time) SELECT series_id, step, value, time FROM raw
+    ON CONFLICT DO NOTHING RETURNING series_id, step, value, time
+), fin AS (
+    SELECT series_id, step, value, time,
+           CASE WHEN value IN ('NaN', 'Infinity', '-Infinity') THEN NULL ELSE value END AS fv
+    FROM new
+), agg AS (
+    SELECT series_id, w.level, step / w.width AS bucket, min(fv) AS mn, max(fv) AS mx,
+           (array_agg(value ORDER BY step DESC))[1] AS lastv, max(step) AS lasts,
+           (array_agg(time ORDER BY step DESC))[1] AS lastt
+    FROM fin CROSS JOIN (VALUES {_rollup_levels_sql()}) AS w(level, width)
+    GROUP BY series_id, w.level, step / w.width
+), roll AS (
+    INSERT INTO runs_metricrollup AS r (series_id, level, bucket, min_value, max_value, last_value, last_step,
+                                        last_time)
+    SELECT series_id, level, bucket, mn, mx, lastv, lasts, lastt FROM agg ORDER BY series_id, level, bucket
+    ON CONFLICT (series_id, level, bucket) DO UPDATE SET
+        min_value = LEAST(r.min_value, EXCLUDED.min_value),
+        max_value = GREATEST(r.max_value, EXCLUDED.max_value),
+        last_value = CASE WHEN EXCLUDED.last_step >= r.last_step THEN EXCLUDED.last_value ELSE r.last_value END,
+        last_time = CASE WHEN EXCLUDED.last_step >= r.last_step THEN EXCLUDED.last_time ELSE r.last_time END,
+        last_step = GREATEST(r.last_step, EXCLUDED.last_step)
+), st AS (
+    SELECT series_id, count(*) AS n, min(step) AS first, max(step) AS last,
+           (array_agg(value ORDER BY step DESC))[1] AS lastv, min(fv) AS mn, max(fv) AS mx
+    FROM fin GROUP BY series_id
+), upd AS (
+    UPDATE runs_metricseries AS s SET
+        count = s.count + st.n,
+        first_step = LEAST(s.first_step, st.first),
+        last_value = CASE WHEN s.last_step IS NULL OR st.last >= s.last_step THEN st.lastv ELSE s.last_value END,
+        last_step = GREATEST(s.last_step, st.last),
+        min_value = LEAST(s.min_value, st.mn),
+        max_value = GREATEST(s.max_value, st.mx)
+    FROM st WHERE s.id = st.series_id
+    RETURNING st.n
+)
+SELECT coalesce(sum(n), 0) FROM upd
+"""
+
+
+def _json_number(value: float | None) -> float | str | None:
+    # JSON has no NaN/Infinity; Postgres reads these strings back as the float8 specials.
+    if value is None or math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
 def metrics_ingest(*, run: Run, points: list[dict[str, Any]]) -> int:
@@ -168,97 +238,31 @@ def metrics_ingest(*, run: Run, points: list[dict[str, Any]]) -> int:
     Values may be None, NaN or ±Infinity (a diverged loss is information): they are stored as
     given and left out of the rollups' min/max.
     """
-    rows: dict[tuple[str, int], tuple[float | None, float | None]] = {}
+    keys: set[str] = set()
+    special = False
     for i, point in enumerate(points):
-        step, time_, values = point["step"], point.get("time"), point["values"]
-        for key, value in values.items():
-            if not key or len(key) > 500:
-                raise IngestError(f"points[{i}].values: metric key must have 1 to 500 characters")
-            rows[(key, step)] = (value, time_)
-    if not rows:
+        for key, value in point["values"].items():
+            if key not in keys:
+                if not key or len(key) > 500:
+                    raise IngestError(f"points[{i}].values: metric key must have 1 to 500 characters")
+                keys.add(key)
+            if value is not None and not math.isfinite(value):
+                special = True
+    if not keys:
         return 0
-    with transaction.atomic():
-        ids = _series_ids(run, (key for key, _ in rows))
-        series_col, step_col, value_col, time_col = [], [], [], []
-        for (key, step), (value, time_) in rows.items():
-            series_col.append(ids[key])
-            step_col.append(step)
-            value_col.append(value)
-            time_col.append(time_)
-        with connection.cursor() as cur:
-            cur.execute(
-                "INSERT INTO runs_metric (series_id, step, value, time) "
-                "SELECT * FROM unnest(%s::int[], %s::bigint[], %s::float8[], %s::float8[]) "
-                "ON CONFLICT DO NOTHING RETURNING series_id, step, value, time",
-                [series_col, step_col, value_col, time_col],
-            )
-            new = cur.fetchall()
-            if new:
-                _rollups_update(cur, new)
-    return len(new)
+    if special:
+        points = [{**p, "values": {k: _json_number(v) for k, v in p["values"].items()}} for p in points]
+    payload = json.dumps(points, ensure_ascii=False, separators=(",", ":"))
+    with transaction.atomic(), connection.cursor() as cur:
+        # Batches of one run serialize here: they all touch the same series rows, and a fixed
+        # order of row locks is what keeps two concurrent batches from deadlocking.
+        cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_METRICS, run.pk])
+        _series_ensure(cur, run, keys)
+        cur.execute(_METRICS_SQL, {"points": payload, "run": run.pk})
+        return int(cur.fetchone()[0])
 
 
-def _rollups_update(cur: Any, new: list[tuple[int, int, float | None, float | None]]) -> None:
-    # (series, level, bucket) -> [min, max, last_value, last_step, last_time]
-    agg: dict[tuple[int, int, int], list[Any]] = {}
-    stats: dict[int, list[Any]] = {}  # series -> [count, first_step, last_step, last_value, min, max]
-    for series_id, step, value, time_ in new:
-        finite = value if value is not None and math.isfinite(value) else None
-        s = stats.get(series_id)
-        if s is None:
-            stats[series_id] = [1, step, step, value, finite, finite]
-        else:
-            s[0] += 1
-            s[1] = min(s[1], step)
-            if step >= s[2]:
-                s[2], s[3] = step, value
-            if finite is not None:
-                s[4] = finite if s[4] is None else min(s[4], finite)
-                s[5] = finite if s[5] is None else max(s[5], finite)
-        for level, width in enumerate(ROLLUP_WIDTHS):
-            k = (series_id, level, step // width)
-            a = agg.get(k)
-            if a is None:
-                agg[k] = [finite, finite, value, step, time_]
-                continue
-            if finite is not None:
-                a[0] = finite if a[0] is None else min(a[0], finite)
-                a[1] = finite if a[1] is None else max(a[1], finite)
-            if step >= a[3]:
-                a[2], a[3], a[4] = value, step, time_
-    # Sorted so that concurrent batches lock rollup rows in the same order (no deadlocks).
-    keys = sorted(agg)
-    cols: list[list[Any]] = [[] for _ in range(8)]
-    for k in keys:
-        a = agg[k]
-        for col, v in zip(cols, (*k, *a), strict=True):
-            col.append(v)
-    cur.execute(
-        "INSERT INTO runs_metricrollup AS r (series_id, level, bucket, min_value, max_value, last_value, "
-        "last_step, last_time) SELECT * FROM unnest(%s::int[], %s::smallint[], %s::bigint[], %s::float8[], "
-        "%s::float8[], %s::float8[], %s::bigint[], %s::float8[]) "
-        "ON CONFLICT (series_id, level, bucket) DO UPDATE SET "
-        "min_value = LEAST(r.min_value, EXCLUDED.min_value), max_value = GREATEST(r.max_value, EXCLUDED.max_value), "
-        "last_value = CASE WHEN EXCLUDED.last_step >= r.last_step THEN EXCLUDED.last_value ELSE r.last_value END, "
-        "last_time = CASE WHEN EXCLUDED.last_step >= r.last_step THEN EXCLUDED.last_time ELSE r.last_time END, "
-        "last_step = GREATEST(r.last_step, EXCLUDED.last_step)",
-        cols,
-    )
-    sids = sorted(stats)
-    scols: list[list[Any]] = [[] for _ in range(7)]
-    for sid in sids:
-        for col, v in zip(scols, (sid, *stats[sid]), strict=True):
-            col.append(v)
-    cur.execute(
-        "UPDATE runs_metricseries AS s SET count = s.count + u.n, "
-        "first_step = LEAST(s.first_step, u.first), "
-        "last_value = CASE WHEN s.last_step IS NULL OR u.last >= s.last_step THEN u.lastv ELSE s.last_value END, "
-        "last_step = GREATEST(s.last_step, u.last), "
-        "min_value = LEAST(s.min_value, u.mn), max_value = GREATEST(s.max_value, u.mx) "
-        "FROM unnest(%s::int[], %s::int[], %s::bigint[], %s::bigint[], %s::float8[], %s::float8[], %s::float8[]) "
-        "AS u(id, n, first, last, lastv, mn, mx) WHERE s.id = u.id",
-        scols,
-    )
+_LOCK_METRICS = 1
 
 
 # ---------------------------------------------------------------- rollouts

@@ -1,0 +1,69 @@
+"""Helpers shared by the benchmarks: a scratch database, a real web server, an API key."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE_URL = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def scratch_database(name: str) -> str:
+    """A fresh, migrated database next to the one DATABASE_URL names; returns its URL."""
+    with psycopg.connect(BASE_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    head, _, _ = BASE_URL.rpartition("/")
+    url = f"{head}/{name}"
+    env = {**os.environ, "DATABASE_URL": url}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+    return url
+
+
+def api_key(url: str, project: str) -> str:
+    env = {**os.environ, "DATABASE_URL": url}
+    out = subprocess.run([sys.executable, "manage.py", "create_api_key", "--project", project, "--create"],
+                         cwd=ROOT, env=env, check=True, capture_output=True, text=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+@contextmanager
+def web_server(url: str, workers: int = 2, threads: int = 4) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": url, "DEEPREPO_CONN_MAX_AGE": "600", "LOG_LEVEL": "WARNING"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "deeprepo_web.wsgi", "-b", f"127.0.0.1:{port}", "-w", str(workers),
+         "--threads", str(threads), "--timeout", "300", "--log-level", "warning"],
+        cwd=ROOT, env=env,
+    )
+    site = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{site}/login/", timeout=2)
+                break
+            except Exception:  # noqa: BLE001 - not up yet
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        yield site
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
