@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -101,7 +100,7 @@ def _model_from(t: dict[str, Any], folder: Path) -> str:
             return str(model["name"])
         if isinstance(model, dict) and model.get("model_name"):
             return str(model["model_name"])
-    return folder.name.split("__", 1)[0]
+    return folder.name.split("__", 1)[0] if "__" in folder.name else ""
 
 
 def parse_traj(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
@@ -168,5 +167,3 @@ def parse_preds(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     if not started:
         yield RunEvent(ref, {"name": path.parent.name, "kind": "eval", "source": "swe_agent"})
 
-
-__all__ = ["parse_traj", "parse_preds", "json"]

@@ -171,7 +171,8 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
             meta = loaded
     folder = results.parent
     env = meta.get("env_id") or meta.get("env")
-    name = f"{env}--{meta.get('model')}--{folder.name}" if env else folder.name
+    # real layout: outputs/evals/<env>--<model>/<id>/; copies often name the folder <env>--<model>__<id>
+    name = f"{env}--{meta.get('model')}--{folder.name}" if env and str(env) not in folder.name else folder.name
     ref = "eval"
     yield RunEvent(ref, run_record(meta, name))
     if not results.exists():
