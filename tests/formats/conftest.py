@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from deeprepo_client.formats import parse
 from deeprepo_client.records import Event, MetricsEvent, Problem, RewardsEvent, RolloutsEvent, RunEvent
 

@@ -131,7 +131,7 @@ def test_zipped_folder_parses(tmp_path):
     assert [r["uid"] for r in p.rollouts] == [r["uid"] for r in run_parse(folder).rollouts]
 
 
-def test_same_file_twice_same_uids(tmp_path, samples=None):
+def test_same_file_twice_same_uids(tmp_path):
     f = tmp_path / "results.jsonl"
     _write_rows(f, [vf_row(i, i % 3) for i in range(9)])
     a, b = run_parse(f), run_parse(f)

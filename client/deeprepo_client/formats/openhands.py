@@ -83,8 +83,9 @@ def history_to_turns(history: list[Any]) -> tuple[list[TurnRecord], dict[str, An
             if target is not None and "output" not in target:
                 target["output"] = text
                 extras = ev.get("extras") or {}
-                meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
-                if obs == "error" or (num(meta.get("exit_code")) or 0) not in (0, -1):
+                meta = extras.get("metadata")
+                exit_code = num(meta.get("exit_code")) if isinstance(meta, dict) else None
+                if obs == "error" or (exit_code or 0) not in (0, -1):
                     target["is_error"] = True
             else:
                 turns.append({"role": "environment", "content": text, "metadata": {"observation": obs}})

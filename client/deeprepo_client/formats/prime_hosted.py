@@ -29,7 +29,7 @@ _STATUS = {"completed": "finished", "failed": "failed", "running": "running", "q
 
 
 def _run_record(folder: Path, meta: dict[str, Any], extras: dict[str, Any]) -> RunRecord:
-    run = meta.get("run") if isinstance(meta.get("run"), dict) else meta
+    run: dict[str, Any] = meta["run"] if isinstance(meta.get("run"), dict) else meta
     envs = run.get("environments") or []
     env = envs[0].get("id") if envs and isinstance(envs[0], dict) else None
     rec: RunRecord = {

@@ -139,7 +139,8 @@ def parse_traces(files: list[Path], root: Path, partial_ok: bool, refs: dict[str
                 run["parent_ref"] = "train"
             yield RunEvent(split, run)  # type: ignore[arg-type]
 
-        def rollouts(f: Path = f, split: str = split, step_hint: int | None = step_hint) -> Iterator[RolloutRecord | Problem]:
+        def rollouts(f: Path = f, rel: Path = rel, split: str = split,
+                     step_hint: int | None = step_hint) -> Iterator[RolloutRecord | Problem]:
             for item in iter_jsonl(f, partial_ok=partial_ok):
                 if isinstance(item, Problem):
                     yield item

@@ -9,8 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..records import Event, MetricPoint, Problem, RolloutRecord, RunEvent, RunRecord
-from ._common import batch_points, batch_rollouts, load_json, messages_to_turns, num, numeric_values, short_hash
+from ..records import Event, MetricPoint, Problem, RolloutRecord, RunEvent, RunRecord, TurnRecord
+from ._common import (
+    batch_points,
+    batch_rollouts,
+    load_json,
+    messages_to_turns,
+    num,
+    numeric_values,
+    short_hash,
+)
 
 # The end-of-training row repeats the last step; its keys belong in the run summary.
 _SUMMARY_KEYS = ("train_runtime", "train_loss", "train_samples_per_second", "train_steps_per_second", "total_flos")
@@ -96,7 +104,8 @@ def _rollout(row: dict[str, Any], fname: str, index: int, counters: dict[tuple[A
     reward = num(_clean(row.get("reward")))
     if reward is None and comps:
         reward = sum(comps.values())  # TRL sums the (weighted) reward functions; weights are not in the file
-    turns = messages_to_turns(completion) if isinstance(completion, list) else [{"role": "assistant", "content": completion}]
+    turns: list[TurnRecord] = (messages_to_turns(completion) if isinstance(completion, list)
+                               else [{"role": "assistant", "content": completion}])
     return {
         "uid": short_hash("trl", fname, index, n=32),
         "example_key": key,
@@ -129,7 +138,8 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
                                                           "best_model_checkpoint", "epoch", "total_flos")}
     run: RunRecord = {"name": out.name, "kind": "train", "source": "trl", "method": "grpo",
                       "status": "finished", "config": config, "summary": summary, "external_id": out.name}
-    history = state.get("log_history") if isinstance(state.get("log_history"), list) else []
+    raw_history = state.get("log_history")
+    history: list[Any] = raw_history if isinstance(raw_history, list) else []
     # log_history is already in memory; collect the points first so the summary row lands in the RunEvent
     points = list(_points(history, summary))
     ref = "train"

@@ -139,7 +139,7 @@ def run_record(meta: dict[str, Any], name: str) -> RunRecord:
         summary["time_s"] = meta["time"]
     elif meta.get("time_ms") is not None:
         summary["time_s"] = meta["time_ms"] / 1000
-    config = {k: meta[k] for k in (
+    config: dict[str, Any] = {k: meta[k] for k in (
         "sampling_args", "num_examples", "rollouts_per_example", "env_args", "base_url",
         "version_info", "state_columns", "max_concurrent",
     ) if k in meta}
