@@ -18,6 +18,7 @@ class BugKind:
     snippet: tuple[str, ...]  # lines planted into a file; {v} is replaced by a variable name
     sub_llm_recall: float  # chance a sub-LLM review of the file reports it
     root_recall: float  # chance the root model spots it when reading the file itself
+    danger_line: int = -1  # index in `snippet` of the offending line (reported as the bug's line)
 
 
 BUG_KINDS: dict[str, BugKind] = {
@@ -33,6 +34,7 @@ BUG_KINDS: dict[str, BugKind] = {
             ),
             0.9,
             0.6,
+            danger_line=1,
         ),
         BugKind(
             "md5_password",
@@ -174,8 +176,8 @@ def generate_codebase(seed: int, key: str | None = None) -> Codebase:
             blocks.insert(bug_at, _render(BUG_KINDS[kind].snippet, rng.choice(NOUNS)))
         for i, block in enumerate(blocks):
             if i == bug_at:
-                # The line of the bug is the last line of its snippet (the dangerous call).
-                bugs.append(Bug(path, kind, len(lines) + len(block)))
+                offset = BUG_KINDS[kind].danger_line % len(block)
+                bugs.append(Bug(path, kind, len(lines) + offset + 1))
             lines += block + [""]
         files[path] = "\n".join(lines).rstrip() + "\n"
     return Codebase(key=key or f"toy-repo-{seed:05d}", seed=seed, files=files, bugs=tuple(bugs))

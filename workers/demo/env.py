@@ -186,8 +186,8 @@ class AuditEnv:
             # Everything was reviewed once: ask for second opinions on the least-reviewed files.
             batch = sorted(s.codebase.paths, key=lambda p: s.delegated[p])[:BATCH_SIZE]
             thought = "All files were reviewed once; asking the sub-LLMs for a second opinion."
-        sub_calls = []
-        lines = []
+        sub_calls: list[dict[str, Any]] = []
+        lines: list[str] = []
         for path in batch:
             s.delegated[path] = s.delegated.get(path, 0) + 1
             response = self._sub_review(path)

@@ -11,7 +11,6 @@ import numpy as np
 from workers.demo.codebase import Codebase
 from workers.demo.env import (
     ACTIONS,
-    ROOT_MODEL,
     ROOT_PRICE,
     SYSTEM_PROMPT,
     AuditEnv,
