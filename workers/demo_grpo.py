@@ -302,10 +302,10 @@ def main(argv: list[str] | None = None) -> int:
 
     project = args.project or os.environ.get("DEEPREPO_PROJECT")
     name = args.name or f"demo-grpo-seed{cfg.seed}"
-    common = {"model": ROOT_MODEL, "environment": ENVIRONMENT}
-    config = {**asdict(cfg), "sub_model": SUB_MODEL, "method": "grpo", "policy": "linear-softmax"}
+    common = {"model": ROOT_MODEL, "environment": ENVIRONMENT, "method": "grpo"}
+    config = {**asdict(cfg), "sub_model": SUB_MODEL, "policy": "linear-softmax"}
     run = deeprepo_client.init(project=project, name=name, config=config, kind="train", **common)
-    out(f"logging into run {run.id}")
+    out(f"logging into run {run.id or '(offline: id assigned on sync)'}")
 
     def eval_sink(step: int) -> Sink:
         with _without_env("DEEPREPO_RUN_ID"):
