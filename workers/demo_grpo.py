@@ -40,7 +40,8 @@ class Sink(Protocol):
 
     def log_rollouts(self, rollouts: list[Any]) -> None: ...
 
-    def finish(self, status: str = "finished") -> None: ...
+    # object, not None: the client's Run.finish returns whether everything was delivered.
+    def finish(self, status: str = "finished") -> object: ...
 
 
 class NullSink:
@@ -302,9 +303,9 @@ def main(argv: list[str] | None = None) -> int:
 
     project = args.project or os.environ.get("DEEPREPO_PROJECT")
     name = args.name or f"demo-grpo-seed{cfg.seed}"
-    common = {"model": ROOT_MODEL, "environment": ENVIRONMENT, "method": "grpo"}
     config = {**asdict(cfg), "sub_model": SUB_MODEL, "policy": "linear-softmax"}
-    run = deeprepo_client.init(project=project, name=name, config=config, kind="train", **common)
+    run = deeprepo_client.init(project=project, name=name, config=config, kind="train",
+                               model=ROOT_MODEL, environment=ENVIRONMENT, method="grpo")
     out(f"logging into run {run.id or '(offline: id assigned on sync)'}")
 
     def eval_sink(step: int) -> Sink:
@@ -317,7 +318,9 @@ def main(argv: list[str] | None = None) -> int:
                 parent_run_id=run.id,
                 checkpoint_step=step,
                 run_id=None,
-                **common,
+                model=ROOT_MODEL,
+                environment=ENVIRONMENT,
+                method="grpo",
             )
 
     try:
