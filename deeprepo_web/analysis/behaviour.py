@@ -1,0 +1,161 @@
+"""Behaviour metrics of agent trajectories, read from RolloutRecord-shaped mappings.
+
+These are the patterns the seed reports found by hand: how often each tool is used, how many
+sub-LLM calls each batch fans out to, the same error repeated many times (one SyntaxError 17
+times in one rollout), rollouts that never delegate ("zero-delegation"), and over-exploring
+outliers (an 18-turn rollout among 5-9-turn ones).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+BATCH_TOOLS = ("llm_batch",)
+
+
+def iter_tool_calls(rollout: Mapping[str, Any], *, nested: bool = False) -> Iterator[Mapping[str, Any]]:
+    """Top-level tool calls of every turn in order; with nested=True their sub-calls too (depth first)."""
+
+    def walk(calls: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+        for call in calls:
+            yield call
+            if nested:
+                yield from walk(call.get("sub_calls") or ())
+
+    for turn in rollout.get("turns") or ():
+        yield from walk(turn.get("tool_calls") or ())
+
+
+def num_turns(rollout: Mapping[str, Any]) -> int:
+    """The recorded num_turns, else the number of assistant turns (the record's convention)."""
+    value = rollout.get("num_turns")
+    if value is not None:
+        return int(value)
+    return sum(1 for t in rollout.get("turns") or () if t.get("role") == "assistant")
+
+
+def tool_call_counts(rollout: Mapping[str, Any], *, nested: bool = False) -> Counter[str]:
+    """Tool calls per tool name (top level only unless nested=True)."""
+    return Counter(str(call.get("name")) for call in iter_tool_calls(rollout, nested=nested))
+
+
+def sub_calls_per_batch(rollout: Mapping[str, Any], batch_tools: Sequence[str] = BATCH_TOOLS) -> list[int]:
+    """For each batch-style call (llm_batch …), how many sub-calls it fanned out to."""
+    return [
+        len(call.get("sub_calls") or ())
+        for call in iter_tool_calls(rollout)
+        if call.get("name") in batch_tools
+    ]
+
+
+def _error_text(call: Mapping[str, Any]) -> str | None:
+    if not call.get("is_error"):
+        return None
+    text = str(call.get("output") or "").strip()
+    if not text:
+        return "(empty error)"
+    # Tracebacks differ only in their preamble; the last line names the error itself.
+    return text.splitlines()[-1].strip()
+
+
+@dataclass(frozen=True)
+class RepeatedError:
+    text: str
+    count: int
+
+
+def repeated_errors(rollout: Mapping[str, Any], min_count: int = 2) -> list[RepeatedError]:
+    """Identical error texts seen at least min_count times in one rollout, most frequent first."""
+    counts = Counter(
+        text for call in iter_tool_calls(rollout, nested=True) if (text := _error_text(call)) is not None
+    )
+    return [RepeatedError(text, n) for text, n in counts.most_common() if n >= min_count]
+
+
+def metric_value(rollout: Mapping[str, Any], name: str) -> float | None:
+    """A named count or metric of a rollout: tool-call count, metrics[name], components, or a field."""
+    metrics = rollout.get("metrics") or {}
+    if name in metrics and isinstance(metrics[name], int | float):
+        return float(metrics[name])
+    components = rollout.get("reward_components") or {}
+    if name in components and components[name] is not None:
+        return float(components[name])
+    if name in rollout and isinstance(rollout[name], int | float) and not isinstance(rollout[name], bool):
+        return float(rollout[name])
+    if name == "num_turns":
+        return float(num_turns(rollout))
+    # Anything else is read as a tool name: a tool never called counts 0, which is the point.
+    return float(tool_call_counts(rollout, nested=True).get(name, 0))
+
+
+def is_zero(rollout: Mapping[str, Any], name: str) -> bool:
+    """True when the named tool count or metric equals 0 (e.g. zero delegation: "llm_batch")."""
+    value = metric_value(rollout, name)
+    return value is not None and value == 0
+
+
+def zero_rate(rollouts: Iterable[Mapping[str, Any]], name: str) -> tuple[int, int]:
+    """(rollouts where `name` is 0, rollouts) — e.g. zero-delegation 1/6 as in the seed report."""
+    items = list(rollouts)
+    return sum(1 for r in items if is_zero(r, name)), len(items)
+
+
+def turn_outliers(turns: Sequence[float], *, method: str = "iqr", factor: float | None = None) -> list[int]:
+    """Indices of over-long rollouts within a run.
+
+    method="iqr": above Q3 + factor * IQR (factor 1.5); method="median": above factor x median
+    (factor 2). Only the high side: short rollouts are a different failure (early answers).
+    """
+    arr = np.asarray(turns, dtype=float)
+    if arr.size < 3:
+        return []
+    if method == "iqr":
+        q1, q3 = np.percentile(arr, [25, 75])
+        limit = q3 + (1.5 if factor is None else factor) * (q3 - q1)
+    elif method == "median":
+        limit = (2.0 if factor is None else factor) * float(np.median(arr))
+    else:
+        raise ValueError(f"unknown outlier method {method!r}")
+    return [int(i) for i in np.flatnonzero(arr > limit)]
+
+
+@dataclass(frozen=True)
+class BehaviourSummary:
+    tool_calls: dict[str, float]  # mean calls per rollout by tool name
+    sub_calls_per_batch: float  # mean over all batch calls; nan if none
+    rollouts_with_repeated_errors: int
+    worst_repeated_error: RepeatedError | None
+    zero_delegation: tuple[int, int]
+    turn_outliers: list[int]
+
+
+def summarize(
+    rollouts: Sequence[Mapping[str, Any]], *, delegation_tool: str = "llm_batch", min_repeats: int = 3
+) -> BehaviourSummary:
+    """The behaviour row of a run (or of one step): what the compare table puts beside rewards."""
+    totals: Counter[str] = Counter()
+    fanout: list[int] = []
+    worst: RepeatedError | None = None
+    with_repeats = 0
+    for rollout in rollouts:
+        totals.update(tool_call_counts(rollout))
+        fanout.extend(sub_calls_per_batch(rollout))
+        repeats = repeated_errors(rollout, min_count=min_repeats)
+        if repeats:
+            with_repeats += 1
+            if worst is None or repeats[0].count > worst.count:
+                worst = repeats[0]
+    n = max(len(rollouts), 1)
+    return BehaviourSummary(
+        tool_calls={name: count / n for name, count in sorted(totals.items())},
+        sub_calls_per_batch=float(np.mean(fanout)) if fanout else float("nan"),
+        rollouts_with_repeated_errors=with_repeats,
+        worst_repeated_error=worst,
+        zero_delegation=zero_rate(rollouts, delegation_tool),
+        turn_outliers=turn_outliers([num_turns(r) for r in rollouts]),
+    )

@@ -1,0 +1,168 @@
+"""GRPO group statistics: per-example groups, advantages, dead groups and per-step health.
+
+GRPO learns only from differences inside a group (the rollouts of one example at one step).
+A group whose rewards are all equal contributes zero advantage, i.e. no gradient: the share of
+such "dead" groups, split into all-fail and all-pass, is the first health signal of a run.
+Rollouts are plain mappings with at least `example_key` and `reward` (RolloutRecord shape).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+DeadKind = Literal["all_fail", "all_pass", "other"]
+QUANTILES = (10, 25, 50, 75, 90)
+_TOL = 1e-9
+
+
+def group_advantages(rewards: Sequence[float] | np.ndarray, *, normalize: bool = True) -> np.ndarray:
+    """reward - group mean, divided by the group std (ddof=0) when it is > 0."""
+    arr = np.asarray(rewards, dtype=float)
+    if arr.size == 0:
+        return arr
+    # Equal rewards can leave a ~1e-17 std from rounding; dividing by it would blow 0 up to +-1.
+    if float(arr.max() - arr.min()) <= _TOL:
+        return np.zeros_like(arr)
+    centered = arr - arr.mean()
+    sd = float(arr.std())
+    return centered / sd if normalize else centered
+
+
+def dead_kind(
+    rewards: Sequence[float] | np.ndarray, *, fail_at: float = 0.0, pass_at: float = 1.0, tol: float = _TOL
+) -> DeadKind | None:
+    """None when the group has variance, else which kind of zero-variance group it is."""
+    arr = np.asarray(rewards, dtype=float)
+    if arr.size == 0 or float(arr.max() - arr.min()) > tol:
+        return None
+    value = float(arr[0])
+    if value <= fail_at + tol:
+        return "all_fail"
+    if value >= pass_at - tol:
+        return "all_pass"
+    return "other"
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    example_key: str
+    rewards: list[float]
+    mean: float
+    std: float
+    advantages: list[float]
+    dead: DeadKind | None  # None: the group has variance and carries a learning signal
+    indices: list[int] = field(default_factory=list)  # positions in the input sequence
+
+    @property
+    def size(self) -> int:
+        return len(self.rewards)
+
+
+def _reward(rollout: Mapping[str, Any]) -> float | None:
+    value = rollout.get("reward")
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def group_stats(
+    rollouts: Iterable[Mapping[str, Any]],
+    *,
+    fail_at: float = 0.0,
+    pass_at: float = 1.0,
+    normalize: bool = True,
+) -> list[GroupStats]:
+    """One GroupStats per example key, in first-seen order; rollouts without a reward are skipped."""
+    rewards: dict[str, list[float]] = {}
+    positions: dict[str, list[int]] = {}
+    for i, rollout in enumerate(rollouts):
+        value = _reward(rollout)
+        if value is None:
+            continue
+        key = str(rollout.get("example_key"))
+        rewards.setdefault(key, []).append(value)
+        positions.setdefault(key, []).append(i)
+    out = []
+    for key, values in rewards.items():
+        arr = np.asarray(values)
+        out.append(
+            GroupStats(
+                example_key=key,
+                rewards=values,
+                mean=float(arr.mean()),
+                std=float(arr.std()),
+                advantages=[float(a) for a in group_advantages(arr, normalize=normalize)],
+                dead=dead_kind(arr, fail_at=fail_at, pass_at=pass_at),
+                indices=positions[key],
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class StepAggregates:
+    n_rollouts: int
+    n_groups: int
+    reward_mean: float
+    reward_std: float
+    reward_min: float
+    reward_max: float
+    frac_zero_std: float
+    frac_zero_std_all_fail: float
+    frac_zero_std_all_pass: float
+    quantiles: dict[str, float]  # "p10" .. "p90"
+
+    def as_metrics(self) -> dict[str, float]:
+        """Flat metric keys as the trainers log them."""
+        out = {
+            "reward": self.reward_mean,
+            "reward_std": self.reward_std,
+            "reward/min": self.reward_min,
+            "reward/max": self.reward_max,
+            "frac_zero_std": self.frac_zero_std,
+            "frac_zero_std_all_fail": self.frac_zero_std_all_fail,
+            "frac_zero_std_all_pass": self.frac_zero_std_all_pass,
+        }
+        out.update({f"reward/{name}": value for name, value in self.quantiles.items()})
+        return out
+
+
+def step_aggregates(
+    rollouts: Iterable[Mapping[str, Any]], *, fail_at: float = 0.0, pass_at: float = 1.0
+) -> StepAggregates:
+    """Health of one training step; groups of a single rollout are not counted as dead."""
+    items = list(rollouts)
+    groups = group_stats(items, fail_at=fail_at, pass_at=pass_at)
+    values = np.asarray([r for g in groups for r in g.rewards], dtype=float)
+    if values.size == 0:
+        nan = math.nan
+        return StepAggregates(0, 0, nan, nan, nan, nan, nan, nan, nan, {f"p{q}": nan for q in QUANTILES})
+    # A one-rollout group has zero std trivially; counting it as dead would mislead on evals.
+    comparable = [g for g in groups if g.size > 1]
+    n_cmp = len(comparable)
+
+    def frac(kind: DeadKind | None = None) -> float:
+        if not n_cmp:
+            return math.nan
+        hits = [g for g in comparable if g.dead is not None and (kind is None or g.dead == kind)]
+        return len(hits) / n_cmp
+
+    qs = np.percentile(values, QUANTILES)
+    return StepAggregates(
+        n_rollouts=int(values.size),
+        n_groups=len(groups),
+        reward_mean=float(values.mean()),
+        reward_std=float(values.std()),
+        reward_min=float(values.min()),
+        reward_max=float(values.max()),
+        frac_zero_std=frac(),
+        frac_zero_std_all_fail=frac("all_fail"),
+        frac_zero_std_all_pass=frac("all_pass"),
+        quantiles={f"p{q}": float(v) for q, v in zip(QUANTILES, qs, strict=True)},
+    )

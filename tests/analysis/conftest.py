@@ -1,0 +1,1 @@
+"""Analysis tests: pure numpy, no Django and no database."""

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import math
+
+from deeprepo_web.analysis.behaviour import (
+    is_zero,
+    metric_value,
+    num_turns,
+    repeated_errors,
+    sub_calls_per_batch,
+    summarize,
+    tool_call_counts,
+    turn_outliers,
+    zero_rate,
+)
+
+SYNTAX = 'Traceback (most recent call last):\n  File "<repl>", line 3\nSyntaxError: unterminated triple-quoted string'
+
+
+def _batch(n: int) -> dict:
+    return {"name": "llm_batch", "sub_calls": [{"name": "llm_query", "output": "ok"} for _ in range(n)]}
+
+
+def _rollout(**extra) -> dict:
+    turns = [
+        {"role": "assistant", "tool_calls": [{"name": "file_tree"}]},
+        {"role": "assistant", "tool_calls": [_batch(4), {"name": "read_file"}]},
+        {"role": "tool", "content": "..."},
+        {"role": "assistant", "tool_calls": [_batch(2)]},
+    ]
+    return {"example_key": "x", "turns": turns, **extra}
+
+
+def test_counts_and_fanout() -> None:
+    r = _rollout()
+    counts = tool_call_counts(r)
+    assert counts == {"file_tree": 1, "llm_batch": 2, "read_file": 1}
+    assert tool_call_counts(r, nested=True)["llm_query"] == 6
+    assert sub_calls_per_batch(r) == [4, 2]
+    assert num_turns(r) == 3
+    assert num_turns({**r, "num_turns": 7}) == 7
+
+
+def test_repeated_errors_seed_003() -> None:
+    # The M2.5 root hit one SyntaxError 17 times across 3 turns.
+    turns = [
+        {"role": "assistant", "tool_calls": [
+            {"name": "python", "is_error": True, "output": SYNTAX} for _ in range(n)
+        ]}
+        for n in (6, 6, 5)
+    ]
+    turns.append({"role": "assistant", "tool_calls": [
+        {"name": "python", "is_error": True, "output": "NameError: name 'x' is not defined"},
+        {"name": "python", "is_error": False, "output": SYNTAX},  # not an error: ignored
+    ]})
+    found = repeated_errors({"turns": turns})
+    assert len(found) == 1
+    assert found[0].count == 17
+    assert found[0].text == "SyntaxError: unterminated triple-quoted string"
+    assert len(repeated_errors({"turns": turns}, min_count=1)) == 2
+
+
+def test_zero_x() -> None:
+    no_delegation = {"turns": [{"role": "assistant", "tool_calls": [{"name": "read_file"}]}],
+                     "metrics": {"files_covered": 0}, "reward_components": {"f1": 0.0}}
+    assert is_zero(no_delegation, "llm_batch")
+    assert is_zero(no_delegation, "files_covered")
+    assert is_zero(no_delegation, "f1")
+    assert not is_zero(no_delegation, "read_file")
+    assert not is_zero(_rollout(), "llm_batch")
+    assert metric_value(_rollout(cost=0.25), "cost") == 0.25
+    assert zero_rate([no_delegation, _rollout(), _rollout()], "llm_batch") == (1, 3)
+
+
+def test_turn_outliers_seed_002() -> None:
+    turns = [18, 5, 5, 7, 9, 8]
+    assert turn_outliers(turns) == [0]
+    assert turn_outliers(turns, method="median") == [0]
+    assert turn_outliers([6, 6, 6, 6, 6, 6]) == []
+    assert turn_outliers([1, 50]) == []  # too few to call anything an outlier
+
+
+def test_summarize() -> None:
+    rollouts = [_rollout(num_turns=3) for _ in range(5)] + [{"example_key": "y", "num_turns": 20, "turns": []}]
+    summary = summarize(rollouts)
+    assert summary.zero_delegation == (1, 6)
+    assert summary.turn_outliers == [5]
+    assert summary.tool_calls["llm_batch"] == 10 / 6
+    assert summary.sub_calls_per_batch == 3.0
+    assert summary.worst_repeated_error is None
+    assert math.isnan(summarize([]).sub_calls_per_batch)

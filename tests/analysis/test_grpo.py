@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from deeprepo_web.analysis.grpo import dead_kind, group_advantages, group_stats, step_aggregates
+
+
+def test_advantages_known_group() -> None:
+    adv = group_advantages([1.0, 0.0, 0.0, 1.0])
+    assert adv.tolist() == [1.0, -1.0, -1.0, 1.0]
+    raw = group_advantages([0.2, 0.4, 0.9], normalize=False)
+    assert raw == pytest.approx([-0.3, -0.1, 0.4])
+    # Zero variance: the centred rewards (all 0), never a division by 0.
+    assert group_advantages([0.7, 0.7, 0.7]).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_dead_kinds() -> None:
+    assert dead_kind([0.0, 0.0]) == "all_fail"
+    assert dead_kind([1.0, 1.0, 1.0]) == "all_pass"
+    assert dead_kind([0.5, 0.5]) == "other"
+    assert dead_kind([0.5, 0.6]) is None
+    assert dead_kind([0.9, 0.9], pass_at=0.9) == "all_pass"
+
+
+def _rollouts(groups: dict[str, list[float]]) -> list[dict]:
+    return [{"example_key": key, "reward": r} for key, rewards in groups.items() for r in rewards]
+
+
+def test_group_stats_and_step_aggregates() -> None:
+    rollouts = _rollouts({
+        "a": [0.0, 0.0, 0.0, 0.0],
+        "b": [1.0, 1.0, 1.0, 1.0],
+        "c": [0.0, 1.0, 0.5, 0.5],
+        "d": [0.3, 0.3, 0.3, 0.3],
+    })
+    rollouts.append({"example_key": "c", "reward": None})  # unscored rollouts are skipped
+    groups = {g.example_key: g for g in group_stats(rollouts)}
+    assert groups["a"].dead == "all_fail"
+    assert groups["b"].dead == "all_pass"
+    assert groups["d"].dead == "other"
+    c = groups["c"]
+    assert c.dead is None and c.size == 4
+    assert c.mean == 0.5
+    assert c.std == pytest.approx(math.sqrt(0.125))
+    assert c.advantages == pytest.approx([-0.5 / c.std, 0.5 / c.std, 0.0, 0.0])
+    assert c.indices == [8, 9, 10, 11]
+
+    agg = step_aggregates(rollouts)
+    assert agg.n_rollouts == 16 and agg.n_groups == 4
+    assert agg.frac_zero_std == 0.75
+    assert agg.frac_zero_std_all_fail == 0.25
+    assert agg.frac_zero_std_all_pass == 0.25
+    values = [r["reward"] for r in rollouts if r["reward"] is not None]
+    assert agg.reward_mean == pytest.approx(np.mean(values))
+    assert agg.quantiles["p50"] == pytest.approx(np.median(values))
+    metrics = agg.as_metrics()
+    assert metrics["reward"] == agg.reward_mean
+    assert set(metrics) >= {"reward_std", "reward/min", "reward/max", "reward/p10", "reward/p90"}
+
+
+def test_step_aggregates_singletons_and_empty() -> None:
+    agg = step_aggregates(_rollouts({"a": [1.0], "b": [0.0]}))
+    assert math.isnan(agg.frac_zero_std)  # one rollout per example: nothing to compare
+    empty = step_aggregates([])
+    assert empty.n_rollouts == 0 and math.isnan(empty.reward_mean)

@@ -1,0 +1,1 @@
+"""Demo trainer tests: pure numpy, no Django and no database."""

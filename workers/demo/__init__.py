@@ -1,0 +1,1 @@
+"""The toy repo-audit environment, policy and rollout recording behind workers/demo_grpo.py."""
