@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from deeprepo_client.formats import parse
 from deeprepo_client.records import Event, MetricsEvent, Problem, RewardsEvent, RolloutsEvent, RunEvent
 
