@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from deeprepo_web.front import views
 
+# Each area keeps its own URL module; add one include line here.
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(template_name="front/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
