@@ -169,7 +169,7 @@ class SlurmBackend(Backend):
         else:
             output = f"{self.state_dir}/%j.log"  # logs() knows this default from the job id
         # slurmd does not create the log's directory; a missing one fails the job silently.
-        dirs = {self.state_dir, str(PurePosixPath(output).parent)}
+        dirs = {self.state_dir, str(PurePosixPath(spec.log_path or output).parent)}
         r = self.runner.run(["mkdir", "-p", "--", *sorted(dirs)], timeout=self.timeout)
         if not r.ok:
             raise self._fail("cannot create the job's directories", r)
