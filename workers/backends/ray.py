@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -64,11 +65,24 @@ class RayBackend(Backend):
     def submission_id(spec: JobSpec) -> str:
         return f"deeprepo-{spec.job_id}"
 
+    @staticmethod
+    def split_env(env: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+        """(runtime_env env_vars, variables to export in the entrypoint).
+
+        Ray passes env_vars through os.path.expandvars (no escape exists), so a value holding
+        '$' would be rewritten ("$HOME" -> "/root"). Those few go through the entrypoint's
+        shell instead, shlex-quoted, where they stay literal."""
+        plain = {k: v for k, v in env.items() if "$" not in v}
+        dollar = {k: v for k, v in env.items() if "$" in v}
+        return plain, dollar
+
     def entrypoint(self, spec: JobSpec) -> str:
         # Ray runs the entrypoint with a shell; the command is already a quoted command line.
+        _, dollar = self.split_env(spec.env)
+        parts = [f"export {k}={shlex.quote(v)}" for k, v in dollar.items()]
         if spec.workdir:
-            return f"cd {shlex.quote(spec.workdir)} && {spec.shell_command}"
-        return spec.shell_command
+            parts.append(f"cd {shlex.quote(spec.workdir)}")
+        return " && ".join([*parts, spec.shell_command])
 
     def submit(self, spec: JobSpec) -> str:
         sid = self.submission_id(spec)
@@ -77,7 +91,7 @@ class RayBackend(Backend):
             "entrypoint": self.entrypoint(spec),
             "submission_id": sid,
             # Env values travel as JSON data into the job's environment, never through a shell.
-            "runtime_env": {"env_vars": dict(spec.env)},
+            "runtime_env": {"env_vars": self.split_env(spec.env)[0]},
             "metadata": {"deeprepo_job_id": spec.job_id, "name": spec.name},
         }
         if res.cpus:
