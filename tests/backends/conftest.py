@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import pwd
 import secrets
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,10 +17,11 @@ from workers.backends import Backend, backend_for
 
 
 @pytest.fixture
-def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def work() -> Iterator[Path]:
     """A per-test directory writable by root and the SSH test user (outside root's 0700 tmp)."""
-    base = Path(tempfile.mkdtemp(prefix="deeprepo-bt-"))
-    return shared_dir(base)
+    base = shared_dir(Path(tempfile.mkdtemp(prefix="deeprepo-bt-")))
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture
@@ -47,5 +50,8 @@ def ssh_settings(server: SshServer, cluster: SlurmCluster, **over: object) -> di
 
 @pytest.fixture
 def slurm_ssh_backend(slurm_cluster: SlurmCluster, sshd_server: SshServer) -> Iterator[Backend]:  # noqa: F811
-    with backend_for("slurm", ssh_settings(sshd_server, slurm_cluster), {"private_key": sshd_server.user_key}) as b:
+    settings = ssh_settings(sshd_server, slurm_cluster)
+    with backend_for("slurm", settings, {"private_key": sshd_server.user_key}) as b:
         yield b
+    # The relative state_dir lives in the test user's home on the "login node" (this machine).
+    shutil.rmtree(Path(pwd.getpwnam(sshd_server.user).pw_dir) / str(settings["state_dir"]), ignore_errors=True)

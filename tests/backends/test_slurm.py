@@ -114,7 +114,8 @@ def test_controller_down_is_transient(slurm_cluster: SlurmCluster, work: Path) -
     conf = work / "slurm.conf"
     text = slurm_cluster.conf.read_text()
     conf.write_text("\n".join(
-        "SlurmctldPort=1" if line.startswith("SlurmctldPort=") else line for line in text.splitlines()) + "\n")
+        "SlurmctldPort=1" if line.startswith("SlurmctldPort=") else line for line in text.splitlines())
+        + "\nMessageTimeout=1\n")  # the client retries for a while; keep the test short
     b = backend_for("slurm", {"slurm_conf": str(conf), "state_dir": str(work), "command_timeout": 30}, {})
     with pytest.raises(BackendError) as e:
         b.state("1")
