@@ -44,6 +44,10 @@ class RayHead:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.pid, signal.SIGKILL)
         shutil.rmtree(self.root, ignore_errors=True)
+        # Idle workers live in their own process groups and die a moment after the raylet;
+        # on the way out they may recreate session dirs. Sweep once more.
+        time.sleep(1.0)
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def _ray_cli() -> str:
