@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.backends.helpers import hostile_values, probe_command, probe_env, wait_file, wait_state
+from tests.infra.slurm import SlurmCluster
+from workers.backends import Backend, BackendError, JobSpec, JobState, Resources, backend_for
+
+DONE = {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.LOST}
+
+
+def test_submit_runs_and_succeeds(slurm_backend: Backend, work: Path) -> None:
+    out = work / "o.json"
+    jid = slurm_backend.submit(JobSpec(job_id="ok1", command=probe_command(["a"]), env=probe_env(out, sleep=1)))
+    assert jid.isdigit()
+    wait_state(slurm_backend, jid, {JobState.RUNNING})
+    status = wait_state(slurm_backend, jid, DONE)
+    assert (status.state, status.exit_code) == (JobState.SUCCEEDED, 0)
+    logs = slurm_backend.logs(jid)
+    assert "probe started" in logs and "probe stderr line" in logs
+
+
+def test_failing_command_reports_exit_code_and_log_tail(slurm_backend: Backend, work: Path) -> None:
+    jid = slurm_backend.submit(JobSpec(job_id="f1", command=probe_command([]), env=probe_env(work / "o", exit_code=3)))
+    status = wait_state(slurm_backend, jid, DONE)
+    assert (status.state, status.exit_code) == (JobState.FAILED, 3)
+    assert "code 3" in status.reason
+    assert slurm_backend.logs(jid, tail_bytes=11) == "probe done\n"
+
+
+def test_cancel(slurm_backend: Backend, work: Path) -> None:
+    out = work / "o.json"
+    jid = slurm_backend.submit(JobSpec(job_id="c1", command=probe_command([]), env=probe_env(out, sleep=60)))
+    wait_file(out)
+    slurm_backend.cancel(jid)
+    assert wait_state(slurm_backend, jid, DONE).state is JobState.CANCELLED
+
+
+def test_scancel_by_hand_is_noticed(slurm_backend: Backend, slurm_cluster: SlurmCluster, work: Path) -> None:
+    out = work / "o.json"
+    jid = slurm_backend.submit(JobSpec(job_id="c2", command=probe_command([]), env=probe_env(out, sleep=60)))
+    wait_file(out)
+    assert slurm_cluster.run("scancel", jid).returncode == 0
+    status = wait_state(slurm_backend, jid, DONE)
+    assert status.state is JobState.CANCELLED and "on the cluster" in status.reason
+
+
+def test_hostile_parameters_arrive_as_inert_data(slurm_backend: Backend, work: Path) -> None:
+    canary, out = work / "pwned", work / "o.json"
+    evil = hostile_values(canary)
+    env = probe_env(out, extra={f"DEEPREPO_EVIL_{i}": v for i, v in enumerate(evil)})
+    env["DEEPREPO_API_KEY"] = f"'; touch {canary}; echo '"
+    workdir = work / "dir with space; `touch x`"
+    workdir.mkdir()
+    log = work / "logs 100% $(touch x)" / "job.log"
+    spec = JobSpec(job_id="evil1", name="evil-name", command=probe_command(evil), env=env,
+                   workdir=str(workdir), log_path=str(log))
+    jid = slurm_backend.submit(spec)
+    assert wait_state(slurm_backend, jid, DONE).state is JobState.SUCCEEDED
+    record = wait_file(out)
+    assert record["argv"] == evil
+    assert record["env"] == {k: v for k, v in env.items() if k.startswith("DEEPREPO_")}
+    assert record["cwd"] == str(workdir)
+    assert "probe done" in log.read_text() and "probe done" in slurm_backend.logs(jid)
+    assert not canary.exists() and not (work / "x").exists()
+
+
+@pytest.mark.parametrize(
+    "resources",
+    [
+        {"partition": "debug --wrap=id"},
+        {"partition": "debug\n#SBATCH --uid=0"},
+        {"account": "a;b"},
+        {"time_limit": "1:00 --uid=0"},
+        {"mem": "4G,gres=gpu:8"},
+        {"gpus": "1 --exclusive"},
+        {"cpus": -1},
+    ],
+)
+def test_sbatch_options_are_validated(resources: dict[str, object]) -> None:
+    with pytest.raises(BackendError) as e:
+        Resources(**resources)  # type: ignore[arg-type]
+    assert e.value.permanent
+
+
+def test_sbatch_options_from_resources(slurm_backend: Backend) -> None:
+    spec = JobSpec(job_id="o1", command="true", resources=Resources(
+        partition="gpu", gpus=2, cpus=8, mem="64G", time_limit="1-00:00:00", account="lab"))
+    opts = slurm_backend.sbatch_options(spec, "x.log")  # type: ignore[attr-defined]
+    assert {"--partition=gpu", "--gres=gpu:2", "--cpus-per-task=8", "--mem=64G", "--time=1-00:00:00",
+            "--account=lab"} <= set(opts)
+
+
+def test_rejected_partition_is_permanent(slurm_backend: Backend) -> None:
+    with pytest.raises(BackendError) as e:
+        slurm_backend.submit(JobSpec(job_id="p1", command="true", resources=Resources(partition="nosuchpart")))
+    assert e.value.permanent and "partition" in e.value.message.lower()
+
+
+def test_job_unknown_to_slurm_falls_back_to_exit_file_or_lost(slurm_backend: Backend, work: Path) -> None:
+    assert slurm_backend.state("987654").state is JobState.LOST
+    state_dir = work / "state"
+    state_dir.mkdir(exist_ok=True)
+    (state_dir / "987655.exit").write_text("7\n")
+    status = slurm_backend.state("987655")
+    assert (status.state, status.exit_code) == (JobState.FAILED, 7)
+
+
+def test_controller_down_is_transient(slurm_cluster: SlurmCluster, work: Path) -> None:
+    # A config pointing at a port where no slurmctld listens: the controller is "down".
+    conf = work / "slurm.conf"
+    text = slurm_cluster.conf.read_text()
+    conf.write_text("\n".join(
+        "SlurmctldPort=1" if line.startswith("SlurmctldPort=") else line for line in text.splitlines())
+        + "\nMessageTimeout=1\n")  # the client retries for a while; keep the test short
+    b = backend_for("slurm", {"slurm_conf": str(conf), "state_dir": str(work), "command_timeout": 30}, {})
+    with pytest.raises(BackendError) as e:
+        b.state("1")
+    assert not e.value.permanent and "controller" in e.value.message
+
+
+def test_connection_check(slurm_backend: Backend) -> None:
+    assert "debug" in slurm_backend.test_connection()
+
+
+def test_bad_job_id_is_refused(slurm_backend: Backend) -> None:
+    with pytest.raises(BackendError):
+        slurm_backend.state("1; scancel -u root")
+
+
+def test_sbatch_missing_is_permanent(work: Path) -> None:
+    b = backend_for("slurm", {"bin_dir": str(work / "nobin"), "state_dir": str(work)}, {})
+    with pytest.raises(BackendError) as e:
+        b.submit(JobSpec(job_id="m1", command="true"))
+    assert e.value.permanent and "not found" in e.value.message
+
+
+def test_squeue_is_really_there() -> None:
+    # Guards against silently testing nothing: the binaries the fixtures rely on exist.
+    assert subprocess.run(["which", "sbatch"], capture_output=True).returncode == 0
