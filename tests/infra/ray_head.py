@@ -71,7 +71,8 @@ def start_ray_head(timeout: float = 60.0) -> RayHead:
     root = Path(tempfile.mkdtemp(prefix="deeprepo-ray-"))
     gcs, dash = free_port(), free_port()
     env = {
-        **os.environ,
+        # The head's environment reaches every job; the test runner's own DEEPREPO_* settings must not.
+        **{k: v for k, v in os.environ.items() if not k.startswith("DEEPREPO_")},
         # Without this Ray binds the machine's external interface.
         "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
         "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
