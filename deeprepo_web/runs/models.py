@@ -176,8 +176,14 @@ class Rollout(models.Model):
         ]
 
 
+# Turn and ToolCall are the biggest tables (8 turns and ~16 calls per rollout) and are only ever
+# written by the ingest service, inside the transaction that creates their rollout: their foreign
+# keys are not enforced by Postgres (a per-row trigger each, the main cost of a bulk insert).
+# run_delete removes them explicitly.
 class Turn(models.Model):
-    rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="turns")
+    rollout = models.ForeignKey(
+        Rollout, on_delete=models.CASCADE, related_name="turns", db_constraint=False, db_index=False
+    )
     index = models.IntegerField()
     role = models.CharField(max_length=32)
     content = models.TextField(blank=True, default="")
@@ -196,9 +202,17 @@ class Turn(models.Model):
 
 
 class ToolCall(models.Model):
-    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="tool_calls")
-    rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="tool_calls")
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="sub_calls")
+    # Lookups go through the composite indexes below; single-column FK indexes would only slow inserts.
+    turn = models.ForeignKey(
+        Turn, on_delete=models.CASCADE, related_name="tool_calls", db_constraint=False, db_index=False
+    )
+    rollout = models.ForeignKey(
+        Rollout, on_delete=models.CASCADE, related_name="tool_calls", db_constraint=False, db_index=False
+    )
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="sub_calls", db_constraint=False,
+        db_index=False,
+    )
     index = models.IntegerField()
     call_id = models.CharField(max_length=200, blank=True, default="")
     name = models.CharField(max_length=500)
