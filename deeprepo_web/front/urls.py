@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from deeprepo_web.front import views
+from deeprepo_web.front import settings_views, views
 
 # Each area keeps its own URL module; add one include line here.
 urlpatterns = [
@@ -13,4 +13,10 @@ urlpatterns = [
     path("p/<slug:slug>/", views.project, name="project"),
     path("p/<slug:slug>/runs/<str:run_id>/", views.run_detail, name="run"),
     path("r/<str:run_id>/", views.run_redirect, name="run_short"),
+    path("p/<slug:slug>/settings/", settings_views.project_settings, name="project_settings"),
+    path("p/<slug:slug>/settings/keys/", settings_views.key_create, name="key_create"),
+    path("p/<slug:slug>/settings/keys/<int:key_id>/revoke/", settings_views.key_revoke, name="key_revoke"),
+    path("p/<slug:slug>/settings/members/", settings_views.member_set, name="member_set"),
+    path("p/<slug:slug>/settings/members/<int:membership_id>/remove/", settings_views.member_remove,
+         name="member_remove"),
 ]
