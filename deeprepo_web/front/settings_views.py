@@ -9,11 +9,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from deeprepo_web.accounts import access
-from deeprepo_web.accounts.models import ApiKey, Membership, Role
+from deeprepo_web.accounts.models import ApiKey, Membership, Project, Role
 from deeprepo_web.accounts.services import api_key_create, api_key_revoke, membership_set
 
 
-def _page(request: HttpRequest, project: object, **extra: object) -> HttpResponse:
+def _page(request: HttpRequest, project: Project, **extra: object) -> HttpResponse:
     context = {
         "project": project,
         "memberships": Membership.objects.filter(project=project).select_related("user").order_by("user__username"),
