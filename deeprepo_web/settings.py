@@ -72,6 +72,17 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
 ]
 LOGIN_URL = "login"
+# Failed logins per (address, username) before a pause, and the pause.
+LOGIN_MAX_FAILURES = env_int("DEEPREPO_LOGIN_MAX_FAILURES", 10)
+LOGIN_LOCKOUT_SECONDS = env_int("DEEPREPO_LOGIN_LOCKOUT_SECONDS", 900)
+
+# Shared by every web process of one machine (login limits); Redis when REDIS_CACHE_URL is set.
+_redis_cache = env_str("REDIS_CACHE_URL", "")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _redis_cache}
+    if _redis_cache
+    else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(DATA_DIR / "cache")}
+}
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 

@@ -28,6 +28,13 @@ def samples() -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache(settings: Any) -> None:
+    # Login limits live in the cache: each test starts with an empty one of its own.
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                                   "LOCATION": f"test-{id(settings)}"}}
+
+
 @dataclass
 class Team:
     project: Any

@@ -4,10 +4,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from deeprepo_web.front import settings_views, views
+from deeprepo_web.front.login import RateLimitedLoginView
 
 # Each area keeps its own URL module; add one include line here.
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(template_name="front/login.html"), name="login"),
+    path("login/", RateLimitedLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.home, name="home"),
     path("p/<slug:slug>/", views.project, name="project"),
