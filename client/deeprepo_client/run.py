@@ -155,13 +155,18 @@ class Run:
         try:
             self.spool.append(kind, body)
         except SpoolError as exc:
-            # The spool is intact but this batch is not on disk: try to send it right away.
-            _warn(str(exc))
-            if self.transport is None:
-                raise
-            run_id = ensure_run(self.spool, self.transport)
-            send_op(self.transport, run_id, {"kind": kind, "body": body})
-            return
+            # The spool is intact but this batch is not on disk: hand it to the server directly,
+            # and say so loudly when that is impossible too (nothing is silently dropped).
+            if self.transport is not None:
+                try:
+                    send_op(self.transport, ensure_run(self.spool, self.transport), {"kind": kind, "body": body})
+                    _warn(f"{exc}; this batch was sent directly instead")
+                    return
+                except (ServerAway, Refused) as send_exc:
+                    raise SpoolError(f"{exc}; and the server is away ({send_exc}): this {kind} batch "
+                                     "was not kept. Free disk space or set DEEPREPO_SPOOL_DIR") from send_exc
+            raise SpoolError(f"{exc}: this {kind} batch was not kept. Free disk space or set "
+                             "DEEPREPO_SPOOL_DIR") from exc
         self._wake.set()
 
     def _flush_points(self) -> None:
