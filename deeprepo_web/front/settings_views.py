@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey, Membership, Project, Role
@@ -24,6 +24,7 @@ def _page(request: HttpRequest, project: Project, **extra: object) -> HttpRespon
     return render(request, "front/settings.html", context)
 
 
+@require_safe
 @login_required
 def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug, role=Role.ADMIN)

@@ -1,0 +1,124 @@
+"""Walk every URL in the URL conf as an outsider, a viewer and an editor of a project.
+
+Outsiders get 404 on everything of the project (pages, partials, API, exports, downloads);
+viewers read but never write. New URLs are covered automatically: a URL parameter this walker
+cannot fill fails the test, so whoever adds it also teaches the walker.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall
+from deeprepo_web.runs.services import rollouts_ingest, run_create
+from tests.factories import rollout
+
+# Reachable without project membership on purpose.
+PUBLIC = {"login", "logout", "home", "api-1:openapi-json", "api-1:openapi-view"}
+PUBLIC_PREFIXES = ("/s/", "/static/", "/api/docs", "/api/openapi")
+
+
+def _walk(resolver: Any, prefix: str = "", ns: str = "") -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for p in resolver.url_patterns:
+        if isinstance(p, URLResolver):
+            sub_ns = f"{ns}{p.namespace}:" if p.namespace else ns
+            out += _walk(p, prefix + str(p.pattern), sub_ns)
+        elif isinstance(p, URLPattern):
+            out.append((prefix + str(p.pattern), f"{ns}{p.name}" if p.name else ""))
+    return out
+
+
+def _fill(pattern: str, values: dict[str, str]) -> str:
+    def sub(m: re.Match[str]) -> str:
+        name = m.group("name")
+        if name not in values:
+            raise AssertionError(f"tenancy walker cannot fill <{name}> in {pattern!r}: add it to `values`")
+        return values[name]
+
+    path = re.sub(r"<(?:(?P<conv>[^:>]+):)?(?P<name>[^>]+)>", sub, pattern)
+    path = path.replace("^", "").replace("$", "").replace("\\Z", "")
+    return "/" + path.lstrip("/")
+
+
+@pytest.fixture
+def world(team: Any) -> dict[str, str]:
+    run, _ = run_create(project=team.project, name="r", environment="env")
+    rollouts_ingest(run=run, rollouts=[rollout("ex-1")])
+    r = Rollout.objects.get(run=run)
+    call = ToolCall.objects.filter(rollout=r).first()
+    assert call is not None
+    return {
+        "slug": team.project.slug,
+        "run_id": run.public_id,
+        "rollout_id": str(r.pk),
+        "example_id": str(Example.objects.get().pk),
+        "key_id": "1",
+        "membership_id": "1",
+        "call_id": str(call.pk),
+        "turn_id": str(call.turn_id),
+        "index": "0",
+        "sha": "0" * 64,
+    }
+
+
+def _project_urls(values: dict[str, str]) -> list[tuple[str, str]]:
+    urls = []
+    for pattern, name in _walk(get_resolver()):
+        path = _fill(pattern, values)
+        if name in PUBLIC or path.startswith(PUBLIC_PREFIXES) or path == "/":
+            continue
+        urls.append((path, name))
+    return urls
+
+
+def test_every_url_is_404_for_an_outsider(client, team, world):
+    client.force_login(team.outsider)
+    leaks = []
+    for path, name in _project_urls(world):
+        for method in ("get", "post"):
+            # The API's list endpoint names the project in the query when read with a session.
+            res = getattr(client, method)(path, {"project": world["slug"]} if method == "get" else {})
+            # 401: API endpoints that take keys only; 405: a method the URL does not have.
+            if res.status_code not in (404, 405) and not (path.startswith("/api/") and res.status_code == 401):
+                leaks.append(f"{method.upper()} {path} ({name}) -> {res.status_code}")
+    assert leaks == []
+
+
+def test_api_key_of_another_project_reaches_nothing(client, team, world):
+    headers = {"Authorization": f"Bearer {team.other_key}"}
+    leaks = []
+    for path, name in _project_urls(world):
+        if not path.startswith("/api/") or "/runs/" not in path:
+            continue
+        for method in ("get", "post", "patch"):
+            body = {} if method == "get" else {"content_type": "application/json", "data": "{}"}
+            res = getattr(client, method)(path, headers=headers, **body)
+            if res.status_code not in (404, 405):
+                leaks.append(f"{method.upper()} {path} ({name}) -> {res.status_code}")
+    assert leaks == []
+
+
+def test_viewer_reads_but_every_write_is_refused(client, team, world):
+    client.force_login(team.viewer)
+    before = (Run.objects.count(), Rollout.objects.count(), Run.objects.get(public_id=world["run_id"]).updated_at)
+    for path, _ in _project_urls(world):
+        if path.startswith("/api/"):
+            continue  # the API writes with keys, not sessions (covered above)
+        res = client.post(path, {"name": "x", "status": "cancelled"})
+        # Read pages refuse POST (405); writes a viewer may not make are 404 (or 403).
+        assert res.status_code in (404, 405, 403), f"POST {path} as viewer -> {res.status_code}"
+    after = (Run.objects.count(), Rollout.objects.count(), Run.objects.get(public_id=world["run_id"]).updated_at)
+    assert before == after
+
+
+def test_anonymous_is_sent_to_login_or_refused(client, world):
+    for path, name in _project_urls(world):
+        res = client.get(path)
+        assert res.status_code in (302, 401, 404, 405), f"GET {path} ({name}) anonymous -> {res.status_code}"
+        if res.status_code == 302:
+            assert res["Location"].startswith("/login/")
