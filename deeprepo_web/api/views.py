@@ -195,7 +195,8 @@ def run_detail(request: HttpRequest, run_id: str) -> dict[str, Any]:
 @router.patch("/runs/{run_id}", auth=key_auth, response=schemas.RunOut)
 def run_update(request: HttpRequest, run_id: str, payload: schemas.RunPatch) -> dict[str, Any]:
     run = _run_for(request, run_id, write=True)
-    changes = _clean(payload.model_dump(exclude_unset=True))
+    # null means "leave as is": every run field is a non-null column
+    changes = _clean(payload.model_dump(exclude_unset=True, exclude_none=True))
     return run_out(services.run_update(run=run, **changes))
 
 
