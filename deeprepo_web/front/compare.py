@@ -37,6 +37,10 @@ def _float(value: str | None, name: str, default: float) -> float:
     return out
 
 
+def _num(v: float) -> float | None:
+    return None if v is None or math.isnan(v) else round(float(v), 6)
+
+
 def compare_params(query: Any) -> tuple[list[str], dict[str, str]]:
     """Run ids and the raw options of a compare query (?runs=a,b&baseline=b&zero=tool:x ...)."""
     ids: list[str] = []
@@ -103,7 +107,8 @@ def comparison_context(c: cmp.Comparison, *, links: bool) -> dict[str, Any]:
         "runs": [
             {"id": d.run.public_id, "letter": d.letter, "name": d.run.name, "color": PALETTE[i % len(PALETTE)],
              "rewards": [None if math.isnan(v) else round(float(v), 6) for v in d.reward[:STRIP_POINTS]],
-             "base": i == c.baseline}
+             "base": i == c.baseline, "mean": _num(c.rows[0].cells[i].value), "lo": _num(c.rows[0].cells[i].lo),
+             "hi": _num(c.rows[0].cells[i].hi)}
             for i, d in enumerate(c.runs)
         ],
     }
