@@ -150,6 +150,8 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
     ctx["chart"]["keys"] = keys[:500]
     ctx["chart"]["key"] = "reward" if "reward" in keys else (keys[0] if keys else "")
     ctx["query"] = request.GET.urlencode()
+    if c.options.zero is not None and not raw.get("zero"):
+        ctx["raw"] = {**raw, "zero": c.options.zero.query}
     ctx["share_params"] = {"runs": [d.run.public_id for d in c.runs], **{k: v for k, v in raw.items() if v}}
     return render(request, "compare/compare.html", ctx)
 

@@ -424,8 +424,7 @@ def comparison_build(*, runs: Sequence[Run], options: Options) -> Comparison:
             lo=ci.lo if ci else math.nan, hi=ci.hi if ci else math.nan, n=int(r.size),
         ))
         range_cells.append(Cell(f"{_fmt(float(r.min()))} — {_fmt(float(r.max()))}" if r.size else "—",
-                                value=float(r.min()) if r.size else math.nan,
-                                note=_fmt(float(r.max())) if r.size else ""))
+                                value=float(r.min()) if r.size else math.nan))
         t = _finite(d.turns)
         turn_cells.append(Cell(
             f"{stats.mean(t):.2f} ({t.min():.0f}–{t.max():.0f})" if t.size else "—",
