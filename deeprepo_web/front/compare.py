@@ -92,15 +92,15 @@ def comparison_context(c: cmp.Comparison, *, links: bool) -> dict[str, Any]:
                           "title": delta.diff.message if delta else "", "run": c.runs[i]})
         rows.append({"row": row, "cells": cells})
     effects = []
-    for e, d in c.effects:
+    for e, dr in c.effects:
         effects.append({
             "label": e.label or f"{c.runs[e.a].letter} → {c.runs[e.b].letter}",
-            "a": c.runs[e.a], "b": c.runs[e.b], "diff": d,
-            "abs": "—" if math.isnan(d.estimate) else f"{d.estimate:+.3f}",
-            "rel": "—" if math.isnan(d.rel_estimate) else f"{100 * d.rel_estimate:+.1f}%",
-            "ci": "" if d.too_small or math.isnan(d.lo) else f"{d.lo:+.3f} to {d.hi:+.3f}",
-            "rel_ci": "" if d.too_small or math.isnan(d.rel_lo) else f"{100 * d.rel_lo:+.1f}% to {100 * d.rel_hi:+.1f}%",
-            "tone": "small" if d.too_small else ("good" if d.lo > 0 else ("bad" if d.hi < 0 else "flat")),
+            "a": c.runs[e.a], "b": c.runs[e.b], "diff": dr,
+            "abs": "—" if math.isnan(dr.estimate) else f"{dr.estimate:+.3f}",
+            "rel": "—" if math.isnan(dr.rel_estimate) else f"{100 * dr.rel_estimate:+.1f}%",
+            "ci": "" if dr.too_small or math.isnan(dr.lo) else f"{dr.lo:+.3f} to {dr.hi:+.3f}",
+            "rel_ci": "" if dr.too_small or math.isnan(dr.rel_lo) else f"{100 * dr.rel_lo:+.1f}% to {100 * dr.rel_hi:+.1f}%",
+            "tone": "small" if dr.too_small else ("good" if dr.lo > 0 else ("bad" if dr.hi < 0 else "flat")),
         })
     keys, per_example = cmp.per_example_rewards(c)
     chart = {

@@ -86,19 +86,21 @@ def checkpoint_runs(*, run: Run) -> list[Run]:
 
 
 def _states(run: Run) -> tuple[dict[int, ExampleState], list[float], list[str], bool]:
-    rows = list(
-        Rollout.objects.filter(run=run, reward__isnull=False)
+    rows = [
+        (rid, eid, float(reward))
+        for rid, eid, reward in Rollout.objects.filter(run=run, reward__isnull=False)
         .order_by("example_id", "sample_index", "id")
         .values_list("id", "example_id", "reward")[: MAX_ROLLOUTS + 1]
-    )
+        if reward is not None
+    ]
     capped = len(rows) > MAX_ROLLOUTS
     rows = rows[:MAX_ROLLOUTS]
     states: dict[int, ExampleState] = {}
     for rid, eid, reward in rows:
         st = states.setdefault(eid, ExampleState(eid, [], []))
-        st.rewards.append(float(reward))
+        st.rewards.append(reward)
         st.rollout_ids.append(rid)
-    return states, [float(r[2]) for r in rows], [str(r[1]) for r in rows], capped
+    return states, [r[2] for r in rows], [str(r[1]) for r in rows], capped
 
 
 def progression(*, run: Run, threshold: float = 1.0, a: str | None = None, b: str | None = None) -> Progression:

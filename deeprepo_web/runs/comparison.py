@@ -476,12 +476,12 @@ def comparison_build(*, runs: Sequence[Run], options: Options) -> Comparison:
             per.append((keys, np.array(vals, dtype=float)))
             cells.append(Cell(f"{_fmt(stats.mean(vals))}" if vals else "—", value=stats.mean(vals), n=len(vals)))
         deltas: list[Delta | None] = []
-        for i, (keys, vals) in enumerate(per):
+        for i, (pkeys, pvals) in enumerate(per):
             bkeys, bvals = per[options.baseline]
-            if i == options.baseline or not len(vals) or not len(bvals):
+            if i == options.baseline or not len(pvals) or not len(bvals):
                 deltas.append(None)
                 continue
-            deltas.append(Delta(stats.bootstrap_diff(bvals, vals, paired_keys_a=bkeys, paired_keys_b=keys,
+            deltas.append(Delta(stats.bootstrap_diff(bvals, pvals, paired_keys_a=bkeys, paired_keys_b=pkeys,
                                                      n_resamples=n_res, seed=options.seed), +1))
         thr = f"reward ≥ {options.pass_threshold:g}"
         rows.append(Row(f"pass@{kk}", f"pass@{kk} ({thr})", cells, deltas, "{:+.3f}", True))
@@ -529,6 +529,8 @@ def delta_text(delta: Delta | None, row: Row) -> str:
     if row.rel and not math.isnan(d.rel_estimate):
         text += f" ({100 * d.rel_estimate:+.1f}%)"
     if d.too_small:
+        if d.estimate == 0 and d.lo == d.hi == 0:
+            return "no change"
         return text + " · too few data to tell"
     return text + f" [95% CI {row.fmt.format(d.lo)}, {row.fmt.format(d.hi)}]"
 

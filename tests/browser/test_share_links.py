@@ -3,6 +3,7 @@ link stops working (revoked, expired, wrong token, deleted target) answering 404
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from datetime import timedelta
@@ -128,8 +129,8 @@ def test_share_input_errors(client: Any, team: Any) -> None:
     resp = client.post("/p/demo/shares/new/", {"kind": "run", "target": other.public_id})
     assert resp.status_code == 400 and b"target: no such run in this project" in resp.content
     resp = client.post("/p/demo/shares/new/", {"kind": "comparison",
-                                               "params": '{"runs": ["%s", "%s"]}' % (
-                                                   s["Qwen3-8B (untrained)"].public_id, other.public_id)})
+                                               "params": json.dumps({"runs": [
+                                                   s["Qwen3-8B (untrained)"].public_id, other.public_id]})})
     assert resp.status_code == 400 and b"no run" in resp.content
     resp = client.post("/p/demo/shares/new/", {"kind": "run", "target": s["Qwen3-8B (untrained)"].public_id,
                                                "expires": "-3"})

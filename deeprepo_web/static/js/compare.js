@@ -8,8 +8,11 @@
   }
 
   function cssWidth(el, fallback) {
-    var w = el && el.getBoundingClientRect().width;
-    return Math.max(280, Math.floor((w || fallback) - 4));
+    // The content box: the card's padding is not ours to draw on.
+    if (!el) return fallback;
+    var cs = getComputedStyle(el);
+    var w = el.clientWidth - parseFloat(cs.paddingLeft || 0) - parseFloat(cs.paddingRight || 0);
+    return Math.max(280, Math.floor((w || fallback) - 2));
   }
 
   // ------------------------------------------------------------ strip chart of rewards per run
