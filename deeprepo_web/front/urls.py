@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from deeprepo_web.front import settings_views, views
 from deeprepo_web.front.login import RateLimitedLoginView
@@ -20,4 +20,6 @@ urlpatterns = [
     path("p/<slug:slug>/settings/members/", settings_views.member_set, name="member_set"),
     path("p/<slug:slug>/settings/members/<int:membership_id>/remove/", settings_views.member_remove,
          name="member_remove"),
+    path("", include("deeprepo_web.front.compare_urls")),
+    path("", include("deeprepo_web.sharing.urls")),
 ]

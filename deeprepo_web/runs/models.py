@@ -253,3 +253,24 @@ class Artifact(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "name"], name="artifact_run_name_unique")]
+
+
+class ModelPrice(models.Model):
+    """A project's price for models whose lower-cased name contains `model_pattern` (longest wins).
+
+    Overrides analysis.cost.DEFAULT_PRICES; used only where a rollout came without its own cost.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="model_prices")
+    model_pattern = models.CharField(max_length=200)
+    input_per_mtok = models.FloatField()  # USD per million input tokens
+    output_per_mtok = models.FloatField()  # USD per million output tokens
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "model_pattern"], name="modelprice_project_pattern_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model_pattern}: ${self.input_per_mtok}/${self.output_per_mtok} per Mtok"

@@ -132,3 +132,21 @@ def turns_page(*, rollout: Rollout, start: int = 0, limit: int = 50) -> list[Tur
         .prefetch_related("tool_calls")
     )
     return turns
+
+
+OUTLIER_SCAN = 20_000
+
+
+def turn_outlier_ids(run: Run, *, step: int | None = None) -> set[int]:
+    """Ids of the run's over-long rollouts (turns above Q3 + 1.5 IQR of the run, or of one step).
+
+    Relative to the run, so computed at read time; reads two integer columns of at most
+    OUTLIER_SCAN rollouts. For the rollouts table's badge.
+    """
+    from deeprepo_web.analysis.behaviour import turn_outliers
+
+    qs = Rollout.objects.filter(run=run)
+    if step is not None:
+        qs = qs.filter(step=step)
+    rows = list(qs.order_by("id").values_list("id", "num_turns")[:OUTLIER_SCAN])
+    return {rows[i][0] for i in turn_outliers([t for _, t in rows])}

@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.analysis import behaviour as behaviour_stats
 from deeprepo_web.runs.models import FINAL_RUN_STATUSES, Run, RunKind, RunStatus
 from deeprepo_web.storage import blob_put
 
@@ -319,6 +320,47 @@ def _count_calls(calls: list[dict[str, Any]]) -> int:
     return sum(1 + _count_calls(c.get("sub_calls") or []) for c in calls)
 
 
+def rollout_behaviour(record: dict[str, Any]) -> dict[str, Any]:
+    """Behaviour counts of one rollout record, kept in Rollout.metrics["behaviour"].
+
+    Computed here, from the record already in memory, so pages never walk turns and tool calls:
+    tool calls by name (top level), sub-calls (nested, e.g. the fan-out of llm_batch), the largest
+    count of one identical error, and the sub-LLM tokens per model for the cost split.
+    """
+    tools = behaviour_stats.tool_call_counts(record)
+    fanout = behaviour_stats.sub_calls_per_batch(record)
+    repeats = behaviour_stats.repeated_errors(record, min_count=1)
+    nested = list(behaviour_stats.iter_tool_calls(record, nested=True))
+    top = sum(tools.values())
+    sub_tokens: dict[str, list[float]] = {}
+    errors = 0
+    for call in nested:
+        errors += bool(call.get("is_error"))
+        tin, tout, cost = call.get("input_tokens"), call.get("output_tokens"), call.get("cost")
+        if tin is None and tout is None and cost is None:
+            continue
+        entry = sub_tokens.setdefault(str(call.get("model") or "")[:200], [0, 0, 0.0, 0])
+        entry[0] += int(tin or 0)
+        entry[1] += int(tout or 0)
+        if isinstance(cost, int | float) and math.isfinite(cost):
+            entry[2] += float(cost)
+            entry[3] += 1  # how many of the calls carried their own cost
+    out: dict[str, Any] = {
+        "tool_calls": {name[:200]: n for name, n in tools.most_common(50)},
+        "sub_calls": len(nested) - top,
+        "batches": len(fanout),
+        "tool_errors": errors,
+        "repeated_error_max": repeats[0].count if repeats else 0,
+    }
+    if fanout:
+        out["sub_calls_per_batch_max"] = max(fanout)
+    if repeats and repeats[0].count > 1:
+        out["repeated_error"] = repeats[0].text[:300]
+    if sub_tokens:
+        out["sub_tokens"] = sub_tokens
+    return out
+
+
 def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
     """Store rollouts with their turns and tool calls; returns how many were new."""
     if not rollouts:
@@ -354,7 +396,7 @@ def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
                 r.get("error") or "",
                 r.get("duration"),
                 r.get("final_answer") or "",
-                _dumps(r.get("metrics") or {}),
+                _dumps({**(r.get("metrics") or {}), "behaviour": clean_deep(rollout_behaviour(r))}),
                 now,
                 run.pk,
             )

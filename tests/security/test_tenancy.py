@@ -15,6 +15,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall
 from deeprepo_web.runs.services import rollouts_ingest, run_create
+from deeprepo_web.sharing.services import share_create
 from tests.factories import rollout
 
 # Reachable without project membership on purpose.
@@ -52,6 +53,7 @@ def world(team: Any) -> dict[str, str]:
     r = Rollout.objects.get(run=run)
     call = ToolCall.objects.filter(rollout=r).first()
     assert call is not None
+    link, _ = share_create(project=team.project, user=team.owner, kind="run", target=run.public_id)
     return {
         "slug": team.project.slug,
         "run_id": run.public_id,
@@ -63,6 +65,8 @@ def world(team: Any) -> dict[str, str]:
         "turn_id": str(call.turn_id),
         "index": "0",
         "sha": "0" * 64,
+        "link_id": str(link.pk),
+        "token": "not-a-token",  # share pages are public by design (tested in tests/compare)
     }
 
 
