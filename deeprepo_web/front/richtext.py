@@ -204,22 +204,23 @@ def is_long(text: str) -> bool:
     return len(text) > COLLAPSE_CHARS or text.count("\n") >= COLLAPSE_LINES
 
 
-# Argument names whose string value is a program: shown highlighted rather than as a JSON string.
+# Argument names whose string value is a program or prose: shown as such rather than as a JSON string.
 _CODE_ARGS = {"code": "python", "source": "python", "python": "python", "command": "bash", "cmd": "bash",
-              "script": "bash", "bash": "bash", "sql": "sql", "query": "sql", "patch": "diff"}
+              "script": "bash", "bash": "bash", "sql": "sql", "query": "sql", "patch": "diff",
+              "prompt": "text", "text": "text", "message": "text", "question": "text", "content": "text"}
 
 
-def arguments_parts(arguments: Any) -> tuple[str, str, str]:
-    """(json text of the other arguments, code, language) — the code argument is pulled out to highlight."""
+def arguments_parts(arguments: Any) -> tuple[str, str, str, str]:
+    """(json of the other arguments, the pulled-out code or prose, its language, its argument name)."""
     if isinstance(arguments, dict):
         for name, language in _CODE_ARGS.items():
             value = arguments.get(name)
-            if isinstance(value, str) and ("\n" in value or language != "sql"):
+            if isinstance(value, str) and ("\n" in value or language not in ("sql",)):
                 rest = {k: v for k, v in arguments.items() if k != name}
-                return (pretty_json(rest) if rest else "", value, language)
+                return (pretty_json(rest) if rest else "", value, language, name)
     if arguments is None or arguments == {}:
-        return "", "", ""
-    return pretty_json(arguments), "", ""
+        return "", "", "", ""
+    return pretty_json(arguments), "", "", ""
 
 
 def pygments_css() -> str:

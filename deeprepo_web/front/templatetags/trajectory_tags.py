@@ -50,8 +50,15 @@ def line_count(text: str | None) -> int:
 
 @register.filter
 def argparts(arguments: Any) -> dict[str, Any]:
-    rest, code, language = richtext.arguments_parts(arguments)
-    return {"json": rest, "code": richtext.code_html(code, language) if code else "", "language": language}
+    rest, code, language, name = richtext.arguments_parts(arguments)
+    if language == "diff" and code:
+        rendered = richtext.diff_html(code)
+    elif language == "text" and code:
+        rendered = richtext.plain_html(code)
+    else:
+        rendered = richtext.code_html(code, language) if code else ""
+    return {"json": rest, "code": rendered, "language": language, "name": name, "long": richtext.is_long(code),
+            "lines": code.count("\n") + 1}
 
 
 @register.filter
