@@ -11,6 +11,12 @@ from tests.browser.conftest import browser_page, chromium, screenshot_dir  # noq
 from tests.factories import rollout
 
 
+@pytest.fixture(autouse=True)
+def fast_passwords(settings: Any) -> None:
+    # PBKDF2 costs ~0.5 s per user and `team` makes four; these tests are not about hashing.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @dataclass
 class Loaded:
     run: Any

@@ -172,3 +172,8 @@ def next_sort(current: str, key: str) -> str:
 @register.filter
 def is_messages(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(m, dict) for m in value)
+
+
+@register.filter
+def clean(text: Any) -> str:
+    return richtext.clean_line("" if text is None else str(text))
