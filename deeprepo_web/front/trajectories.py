@@ -192,7 +192,7 @@ def _turn_window(request: HttpRequest) -> tuple[int, int]:
 
 
 def _turns_ctx(rollout: Rollout, start: int, limit: int) -> dict[str, Any]:
-    turns, has_more = selectors.turns_page(rollout=rollout, start=start, limit=limit)
+    turns, has_more = selectors.turn_views_page(rollout=rollout, start=start, limit=limit)
     next_from = turns[-1].turn.index + 1 if turns else start
     return {"turns": turns, "has_more": has_more, "next_from": next_from, "from": start}
 
@@ -302,8 +302,8 @@ def example_compare(request: HttpRequest, slug: str, example_id: int) -> HttpRes
     a = _compare_rollout(request, ex, request.GET.get("a", ""), "a")
     b = _compare_rollout(request, ex, request.GET.get("b", ""), "b")
     start, limit = _turn_window(request)
-    turns_a, more_a = selectors.turns_page(rollout=a, start=start, limit=limit)
-    turns_b, more_b = selectors.turns_page(rollout=b, start=start, limit=limit)
+    turns_a, more_a = selectors.turn_views_page(rollout=a, start=start, limit=limit)
+    turns_b, more_b = selectors.turn_views_page(rollout=b, start=start, limit=limit)
     by_index_a = {t.turn.index: t for t in turns_a}
     by_index_b = {t.turn.index: t for t in turns_b}
     indices = sorted(set(by_index_a) | set(by_index_b))

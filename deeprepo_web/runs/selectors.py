@@ -311,11 +311,12 @@ def groups_for_step(*, run: Run, step: int | None, page: int = 1, per_page: int 
 
 def group_siblings(*, rollout: Rollout, limit: int = 256) -> list[dict[str, Any]]:
     """The other rollouts of this rollout's group (same run, step, example), in sample order."""
-    return list(
+    rows = (
         Rollout.objects.filter(Q(run_id=rollout.run_id, example_id=rollout.example_id) & _step_q(rollout.step))
         .order_by(F("sample_index").asc(nulls_last=True), "id")
-        .values("id", "sample_index", "reward", "error", "is_truncated")[:limit]
+        .values("id", "sample_index", "reward", "is_truncated")[:limit]
     )
+    return [dict(row) for row in rows]
 
 
 @dataclass
@@ -334,7 +335,16 @@ TURNS_PAGE = 50
 TURNS_MAX_PAGE = 1000
 
 
-def turns_page(*, rollout: Rollout, start: int = 0, limit: int = TURNS_PAGE) -> tuple[list[TurnView], bool]:
+def turns_page(*, rollout: Rollout, start: int = 0, limit: int = 50) -> list[Turn]:
+    """Turns with their tool calls prefetched (flat), for the API's export."""
+    return list(
+        Turn.objects.filter(rollout=rollout, index__gte=start, index__lt=start + limit)
+        .order_by("index")
+        .prefetch_related("tool_calls")
+    )
+
+
+def turn_views_page(*, rollout: Rollout, start: int = 0, limit: int = TURNS_PAGE) -> tuple[list[TurnView], bool]:
     """Turns [start, start+limit) with their tool-call trees, and whether more turns follow.
 
     Two queries whatever the page: the turns (one extra row tells if there is a next page) and

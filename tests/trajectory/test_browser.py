@@ -147,3 +147,23 @@ def test_hostile_rollout_runs_no_script_and_stays_usable(browser_page, live_serv
     assert not [u for u in requests if "pwned" in u or u.startswith("http://127.0.0.1:9")]
     assert not [e for e in page.watched.errors if "Content Security Policy" in e or "pwned" in e], page.watched.errors
     assert page.watched.errors == []
+
+
+def test_anchor_beyond_the_first_page_loads_up_to_it(browser_page, live_server, team, screenshot_dir):
+    from deeprepo_web.runs.services import run_create
+    from tests.factories import rollout
+
+    run, _ = run_create(project=team.project, name="long")
+    ids = ingest(run, [rollout("long", turns=400, uid="long")])
+    page = browser_page(team.viewer)
+    url = f"{live_server.url}/p/demo/runs/{run.public_id}/rollouts/{ids['long']}/"
+    page.goto(url + "#turn-333")
+    page.wait_for_selector("#turn-333")
+    wait_js(page, "Math.abs(document.getElementById('turn-333').getBoundingClientRect().top) < 40")
+    assert page.locator("article.turn").count() < 400  # loaded up to the anchor, not everything
+    # Scrolling to the end pulls the next page in (infinite scroll), and the link icon points at the turn.
+    before = page.locator("article.turn").count()
+    page.locator(".load-more a").scroll_into_view_if_needed()
+    wait_js(page, f"document.querySelectorAll('article.turn').length > {before}")
+    assert page.locator("#turn-333 a.anchor").get_attribute("href") == "#turn-333"
+    assert page.watched.errors == []

@@ -24,7 +24,7 @@ def _url(run, rid, name="trajectory"):
 def test_header_shows_reward_components_and_group_neighbours(viewer, loaded):
     rid = loaded.ids["s1-ex-c-1"]
     html = viewer.get(_url(loaded.run, rid)).content.decode()
-    assert "Rollout %d" % rid in html
+    assert f"Rollout {rid}" in html
     assert '<span class="muted">f1</span> 0.500' in html
     assert "sandbox timed out" in html  # the error, shown in the header
     assert 'href="/p/demo/examples/' in html
@@ -96,8 +96,8 @@ def test_a_2000_turn_rollout_opens_with_one_page_and_bounded_queries(viewer, tea
     html = res.content.decode()
     turns = re.findall(r'<article class="turn[^"]*" id="turn-(\d+)"', html)
     assert len(turns) == 50 and turns[0] == "0" and turns[-1] == "49"
-    assert 'hx-get="%s?from=50"' % _url(run, ids["t2000"], "trajectory_turns") in html
-    assert 'href="%s?from=50"' % url in html  # plain link works without JS
+    assert 'hx-get="{}?from=50"'.format(_url(run, ids["t2000"], "trajectory_turns")) in html
+    assert f'href="{url}?from=50"' in html  # plain link works without JS
 
     with django_assert_max_num_queries(12):
         more = viewer.get(_url(run, ids["t2000"], "trajectory_turns"), {"from": "1950"})
@@ -105,7 +105,7 @@ def test_a_2000_turn_rollout_opens_with_one_page_and_bounded_queries(viewer, tea
     assert "<html" not in chunk
     assert re.findall(r'id="turn-(\d+)"', chunk)[0] == "1950"
     assert len(re.findall(r'<article class="turn', chunk)) == 50
-    assert 'hx-get="%s?from=2000"' % _url(run, ids["t2000"], "trajectory_turns") in chunk  # turn 2000 is the last
+    assert 'hx-get="{}?from=2000"'.format(_url(run, ids["t2000"], "trajectory_turns")) in chunk  # turn 2000 is the last
 
 
 def test_jumping_to_an_anchor_loads_up_to_it(viewer, team):

@@ -51,6 +51,7 @@ def line_count(text: str | None) -> int:
 @register.filter
 def argparts(arguments: Any) -> dict[str, Any]:
     rest, code, language, name = richtext.arguments_parts(arguments)
+    rendered: SafeString | str
     if language == "diff" and code:
         rendered = richtext.diff_html(code)
     elif language == "text" and code:
