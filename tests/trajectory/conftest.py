@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import browser_page, chromium, screenshot_dir  # noqa: F401 - shared fixtures
 from tests.factories import rollout
 
 

@@ -1,4 +1,5 @@
 """Real Chromium against the live server: filtering, navigation, expanding, and hostile content."""
+# Lives beside the shared Chromium fixtures; the data helpers come from tests/trajectory.
 
 from __future__ import annotations
 
@@ -137,6 +138,8 @@ def test_hostile_rollout_runs_no_script_and_stays_usable(browser_page, live_serv
     huge.locator("button:has-text('load all')").click()
     page.wait_for_selector(".call pre.out.full")
     assert len(page.locator(".call pre.out.full").inner_text()) >= 5 * 1024 * 1024
+    page.locator(".call:has(.fn:text-is('wide_output'))").scroll_into_view_if_needed()
+    page.screenshot(path=f"{screenshot_dir}/hostile_loaded.png", full_page=False)
     assert page.evaluate("document.body.scrollWidth") <= width + 4
     assert page.evaluate("window.__pwned") is None
 
