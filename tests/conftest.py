@@ -29,10 +29,12 @@ def samples() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache(settings: Any) -> None:
+def _fast_test_settings(settings: Any) -> None:
     # Login limits live in the cache: each test starts with an empty one of its own.
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
                                    "LOCATION": f"test-{id(settings)}"}}
+    # PBKDF2 costs ~0.5 s per user and `team` makes five; no test here is about hashing.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @dataclass

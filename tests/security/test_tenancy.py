@@ -62,6 +62,8 @@ def world(team: Any) -> dict[str, str]:
         "key_id": "1",
         "membership_id": "1",
         "call_id": str(call.pk),
+        "kind": "call",
+        "object_id": str(call.pk),
         "turn_id": str(call.turn_id),
         "index": "0",
         "sha": "0" * 64,
