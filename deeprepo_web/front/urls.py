@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from deeprepo_web.front import views
 
@@ -10,7 +10,6 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(template_name="front/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.home, name="home"),
-    path("p/<slug:slug>/", views.project, name="project"),
-    path("p/<slug:slug>/runs/<str:run_id>/", views.run_detail, name="run"),
+    path("", include("deeprepo_web.front.explorer_urls")),
     path("r/<str:run_id>/", views.run_redirect, name="run_short"),
 ]
