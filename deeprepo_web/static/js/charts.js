@@ -247,7 +247,7 @@
     return panel;
   }
 
-  function buildFamilies(root) {
+  function buildFamilies(root, firstRoot) {
     var groups = {};
     cfg.keys.forEach(function (k) {
       if (isHealthKey(k.key)) return;
@@ -267,7 +267,8 @@
       groups[name].sort(function (a, b) { return keyRank(a) - keyRank(b) || a.localeCompare(b); })
         .forEach(function (key) { grid.appendChild(metricPanel(key)); });
       det.appendChild(grid);
-      root.appendChild(det);
+      // The reward family leads the page, above GRPO health; the rest follow it.
+      (name === "reward" && firstRoot ? firstRoot : root).appendChild(det);
     });
   }
 
@@ -355,7 +356,7 @@
 
   function applyFilter() {
     var q = state.filter.toLowerCase();
-    document.querySelectorAll("#charts details.family").forEach(function (det) {
+    document.querySelectorAll("#charts details.family, #charts-first details.family").forEach(function (det) {
       var shown = 0;
       det.querySelectorAll(".panel").forEach(function (p) {
         var hit = !q || (p.dataset.key || "").toLowerCase().indexOf(q) >= 0;
@@ -389,7 +390,7 @@
     runLegend();
     var health = document.getElementById("health-grid");
     if (health) healthPanels(health);
-    buildFamilies(document.getElementById("charts"));
+    buildFamilies(document.getElementById("charts"), document.getElementById("charts-first"));
 
     var slider = document.getElementById("chart-smoothing");
     var out = document.getElementById("chart-smoothing-value");
