@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.browser.conftest import browser_page, chromium, screenshot_dir  # noqa: F401 - shared browser fixtures
 from tests.factories import rollout
 
 

@@ -139,6 +139,8 @@
       if (chart.plot) chart.plot.destroy();
       box.textContent = "";
       var xa = axisStyle(), ya = axisStyle();
+      // Steps are integers: no 0.5 ticks on short runs.
+      if (!built.time) xa.incrs = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7];
       ya.size = 52;
       ya.values = function (u, vals) { return vals.map(fmt); };
       var hover = panel.querySelector(".hover");
@@ -147,7 +149,7 @@
         height: box.clientHeight || 190,
         legend: { show: false },
         cursor: { drag: { x: true, y: false }, points: { size: 5 } },
-        scales: { x: { time: built.time } },
+        scales: { x: { time: built.time }, y: chart.yRange ? { range: chart.yRange } : {} },
         axes: [xa, ya],
         series: built.series,
         bands: built.bands,
@@ -276,7 +278,7 @@
 
   function healthPanels(grid) {
     var specs = [
-      { title: "dead groups (fraction of groups)", build: function (h) {
+      { title: "dead groups (fraction of groups)", yRange: [0, 1], build: function (h) {
         return [
           { label: "all-fail", color: "#c92a2a", step: h.step, value: h.frac_all_fail },
           { label: "all-pass", color: "#2b8a3e", step: h.step, value: h.frac_all_pass },
@@ -306,7 +308,7 @@
     ];
     var made = specs.map(function (spec) {
       var legend = null;
-      var panel = makePanel(spec.title, { noTime: true, emptyText: "no training rollouts with steps" });
+      var panel = makePanel(spec.title, { noTime: true, yRange: spec.yRange, emptyText: "no training rollouts with steps" });
       panel.dataset.health = spec.optional || spec.title.split(" ")[0];
       grid.appendChild(panel);
       return { panel: panel, spec: spec, legend: legend };
