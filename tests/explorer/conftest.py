@@ -26,7 +26,7 @@ def reward_points(values: list[float]) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def seeded(team: Any) -> Seeded:
-    from deeprepo_web.runs.services import metrics_ingest, run_create, rollouts_ingest
+    from deeprepo_web.runs.services import metrics_ingest, rollouts_ingest, run_create
 
     p = team.project
     alpha, _ = run_create(project=p, name="alpha-grpo", model="qwen-8b", environment="repo-audit",

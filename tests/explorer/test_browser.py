@@ -48,7 +48,7 @@ def test_explorer_filter_open_run_and_charts(browser_page: Any, live_server: Any
 
     series_requests: list[str] = []
     page.on("request", lambda r: series_requests.append(r.url) if "/series?" in r.url else None)
-    page.click(f"text=grpo-main")
+    page.click("text=grpo-main")
     page.wait_for_url(f"**/runs/{main.public_id}/")
     panel = page.locator('.panel[data-key="reward"]')
     page.wait_for_selector('.panel[data-key="reward"][data-drawn="1"]')
