@@ -100,3 +100,7 @@ def api(client: Any, team: Team) -> Api:
 @pytest.fixture
 def other_api(client: Any, team: Team) -> Api:
     return Api(client, team.other_key)
+
+
+# Headless Chromium fixtures, shared by every test folder (one browser per session).
+from tests.browser_fixtures import browser_page, chromium, screenshot_dir  # noqa: E402, F401

@@ -1,0 +1,170 @@
+"""Server time of the explorer's pages as the data grows: 10k / 100k / 1M rollouts.
+
+For each size: a scratch database seeded by `manage.py seed_scale` (COPY), a real gunicorn on
+127.0.0.1, a logged-in session, then ~20 sequential requests per page after a warm-up; p50 / p95
+of the wall time of each request over loopback. Pages: runs explorer (default, text filter,
+sorted by a metric, grouped by config), run page, GRPO health JSON, series endpoint on a
+1,000,000-point series at 1,000 buckets, and the rollouts list / trajectory when those pages exist.
+Targets: p95 <= 200 ms for every page at 1M rollouts; series <= 50 ms.
+Last line: one JSON object with the numbers.
+
+    python bench/pages.py [--sizes 10000,100000,1000000] [--requests 20] [--reuse]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.common import BASE_URL, ROOT, scratch_database, web_server  # noqa: E402
+
+SLUG = "scale"
+PASSWORD = "scale-pass-123"
+TARGET_PAGE_MS = 200.0
+TARGET_SERIES_MS = 50.0
+
+
+def db_url(name: str) -> str:
+    head, _, _ = BASE_URL.rpartition("/")
+    return f"{head}/{name}"
+
+
+def seeded_size(url: str) -> int | None:
+    try:
+        with psycopg.connect(url) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM runs_rollout r JOIN runs_run u ON u.id = r.run_id "
+                "JOIN accounts_project p ON p.id = u.project_id WHERE p.slug = %s", [SLUG]
+            ).fetchone()
+            return int(row[0]) if row else None
+    except psycopg.Error:
+        return None
+
+
+def seed(size: int, reuse: bool) -> tuple[str, float | None]:
+    name = f"bench_pages_{size}"
+    url = db_url(name)
+    if reuse and seeded_size(url) == size:
+        return url, None
+    url = scratch_database(name)
+    env = {**os.environ, "DATABASE_URL": url}
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "manage.py", "seed_scale", "--rollouts", str(size), "--project", SLUG],
+                   cwd=ROOT, env=env, check=True)
+    return url, time.perf_counter() - start
+
+
+def targets(url: str) -> dict[str, Any]:
+    with psycopg.connect(url) as conn:
+        # A typical training run: the median by id among the finished ones.
+        runs = conn.execute(
+            "SELECT r.public_id, r.id FROM runs_run r JOIN accounts_project p ON p.id = r.project_id "
+            "WHERE p.slug = %s AND r.kind = 'train' AND r.name <> 'long-series' ORDER BY r.id", [SLUG]
+        ).fetchall()
+        public_id, run_pk = runs[len(runs) // 2]
+        long_id = conn.execute("SELECT public_id FROM runs_run WHERE name = 'long-series'").fetchone()[0]
+        rollout = conn.execute("SELECT id FROM runs_rollout WHERE run_id = %s ORDER BY id LIMIT 1 OFFSET 7",
+                               [run_pk]).fetchone()
+        config_key = "config.lr"
+    return {"run": public_id, "long": long_id, "rollout": rollout[0] if rollout else None, "group": config_key}
+
+
+def login(client: httpx.Client) -> None:
+    page = client.get("/login/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert token, "no CSRF token on the login page"
+    res = client.post("/login/", data={"username": f"{SLUG}-owner", "password": PASSWORD,
+                                       "csrfmiddlewaretoken": token.group(1), "next": "/"},
+                      headers={"Referer": str(client.base_url) + "/login/"})
+    assert res.status_code in (200, 302), res.status_code
+    assert client.get(f"/p/{SLUG}/").status_code == 200, "login failed"
+
+
+def measure(client: httpx.Client, path: str, n: int, headers: dict[str, str] | None = None) -> dict[str, Any] | None:
+    first = client.get(path, headers=headers)
+    if first.status_code == 404:
+        return None  # the page does not exist (yet)
+    if first.status_code not in (200, 286):
+        raise RuntimeError(f"{path}: HTTP {first.status_code}: {first.text[:300]}")
+    for _ in range(2):
+        client.get(path, headers=headers)
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        res = client.get(path, headers=headers)
+        times.append((time.perf_counter() - start) * 1000)
+        assert res.status_code in (200, 286)
+    times.sort()
+    return {"p50_ms": round(statistics.median(times), 1),
+            "p95_ms": round(times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))], 1),
+            "bytes": len(first.content)}
+
+
+def pages(t: dict[str, Any]) -> dict[str, tuple[str, dict[str, str] | None]]:
+    run = f"/p/{SLUG}/runs/{t['run']}/"
+    hx = {"HX-Request": "true", "HX-Target": "runs-table"}
+    out: dict[str, tuple[str, dict[str, str] | None]] = {
+        "explorer": (f"/p/{SLUG}/", None),
+        "explorer_filter_q": (f"/p/{SLUG}/?q=qwen3-8b", hx),
+        "explorer_sort_metric": (f"/p/{SLUG}/?sort=-metric:reward", hx),
+        "explorer_group_config": (f"/p/{SLUG}/?group={t['group']}&page=3", hx),
+        "run_page": (run, None),
+        "run_status": (run + "status/", None),
+        "grpo_health": (run + "health/", None),
+        "series_1M_points_1000_buckets": (f"/api/v1/runs/{t['long']}/series?key=reward&buckets=1000", None),
+        "series_run_reward": (f"/api/v1/runs/{t['run']}/series?key=reward&buckets=1000", None),
+        "rollouts_list": (run + "rollouts/", None),
+    }
+    if t["rollout"] is not None:
+        out["trajectory"] = (f"{run}rollouts/{t['rollout']}/", None)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--requests", type=int, default=20)
+    parser.add_argument("--reuse", action="store_true", help="keep an already seeded bench database of that size")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    result: dict[str, Any] = {"requests_per_page": args.requests, "sizes": {}, "seed_seconds": {}}
+    for size in sizes:
+        url, seconds = seed(size, args.reuse)
+        if seconds is not None:
+            result["seed_seconds"][str(size)] = round(seconds, 1)
+        t = targets(url)
+        figures: dict[str, Any] = {}
+        with web_server(url, workers=1, threads=1) as site, httpx.Client(base_url=site, timeout=60,
+                                                                          follow_redirects=False) as client:
+            login(client)
+            for name, (path, headers) in pages(t).items():
+                m = measure(client, path, args.requests, headers)
+                if m is not None:
+                    figures[name] = m
+                    print(f"{size:>8} {name:<32} p50 {m['p50_ms']:7.1f} ms  p95 {m['p95_ms']:7.1f} ms", flush=True)
+        result["sizes"][str(size)] = figures
+    top = result["sizes"].get(str(max(sizes)), {})
+    worst = max((v["p95_ms"] for k, v in top.items() if not k.startswith("series")), default=None)
+    series = top.get("series_1M_points_1000_buckets", {}).get("p95_ms")
+    result["largest_size"] = max(sizes)
+    result["worst_page_p95_ms"] = worst
+    result["series_1M_p95_ms"] = series
+    result["pages_target_met"] = worst is not None and worst <= TARGET_PAGE_MS
+    result["series_target_met"] = series is not None and series <= TARGET_SERIES_MS
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""Runs explorer (/p/<slug>/) and run page (/p/<slug>/runs/<id>/): thin views over runs.selectors."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_safe
+
+from deeprepo_web.accounts import access
+from deeprepo_web.runs import selectors
+from deeprepo_web.runs.models import FINAL_RUN_STATUSES, MetricSeries, Run, RunKind, RunStatus
+
+PER_PAGE = 50
+MAX_OVERLAY = 8
+SPARK_W, SPARK_H = 120, 22
+
+
+@dataclass
+class Row:
+    run: Run
+    last_reward: float | None
+    reward_key: str
+    spark: str  # SVG polyline points, "" when the run has no reward series
+    group: str | None  # the group value when this row starts a new group
+
+
+def sparkline_points(values: list[float], width: int = SPARK_W, height: int = SPARK_H) -> str:
+    """Polyline coordinates of `values` scaled into a width x height box (1 px margin)."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return ""
+    if len(finite) == 1:
+        finite = finite * 2
+    lo, hi = min(finite), max(finite)
+    span = hi - lo or 1.0
+    n = len(finite) - 1
+    return " ".join(
+        f"{1 + i * (width - 2) / n:.1f},{height - 1 - (v - lo) / span * (height - 2):.1f}"
+        for i, v in enumerate(finite)
+    )
+
+
+def _query(request: HttpRequest) -> selectors.RunQuery:
+    get = request.GET
+    return selectors.RunQuery(
+        status=get.get("status", "")[:20],
+        kind=get.get("kind", "")[:20],
+        model=get.get("model", "")[:500],
+        environment=get.get("environment", "")[:500],
+        tag=get.get("tag", "")[:200],
+        q=get.get("q", "").strip()[:200],
+        sort=get.get("sort", "-created")[:520] or "-created",
+        group=get.get("group", "").strip()[:200],
+    )
+
+
+def _page(request: HttpRequest) -> int:
+    try:
+        return max(1, min(int(request.GET.get("page", "1")), 100_000))
+    except ValueError:
+        return 1
+
+
+def _qs(query: selectors.RunQuery, **changes: Any) -> str:
+    params = {k: v for k, v in {**query.__dict__, **changes}.items() if v not in ("", None)}
+    if params.get("sort") == "-created":
+        params.pop("sort")
+    return urlencode(params)
+
+
+@require_safe
+@login_required
+def project(request: HttpRequest, slug: str) -> HttpResponse:
+    proj, membership = access.project_for_user(request.user, slug)
+    query = _query(request)
+    page = _page(request)
+    runs, has_next = selectors.run_table(project=proj, query=query, page=page, per_page=PER_PAGE)
+    rewards = selectors.run_rewards(runs=runs)
+    rows: list[Row] = []
+    previous: object = object()
+    for run in runs:
+        reward = rewards.get(run.pk)
+        group = None
+        if query.group:
+            value = getattr(run, "group_value", None)
+            if value != previous:
+                group = "—" if value is None else str(value)
+                previous = value
+        rows.append(Row(
+            run=run,
+            last_reward=reward.last if reward else None,
+            reward_key=reward.key if reward else "",
+            spark=sparkline_points(reward.points) if reward else "",
+            group=group,
+        ))
+    sort_desc = query.sort.startswith("-")
+    context: dict[str, Any] = {
+        "project": proj,
+        "project_url": reverse("project", args=[proj.slug]),
+        "membership": membership,
+        "query": query,
+        "rows": rows,
+        "page": page,
+        "has_next": has_next,
+        "next_qs": _qs(query, page=page + 1) if has_next else "",
+        "prev_qs": _qs(query, page=page - 1 if page > 2 else None) if page > 1 else "",
+        "sort_key": query.sort.lstrip("-"),
+        "sort_desc": sort_desc,
+        "sort_links": {
+            **{name: _qs(query, sort=f"-{name}" if query.sort == name else name)
+               for name in ("name", "status", "kind", "model", "environment")},
+            **{name: _qs(query, sort=name if query.sort == f"-{name}" else f"-{name}")
+               for name in ("started", "created", "metric:reward")},
+        },
+        "spark_w": SPARK_W,
+        "spark_h": SPARK_H,
+    }
+    if request.headers.get("HX-Request") and request.headers.get("HX-Target") == "runs-table":
+        return render(request, "explorer/runs.html#table", context)
+    context["facets"] = selectors.run_facets(project=proj)
+    context["statuses"] = RunStatus.values
+    context["kinds"] = RunKind.values
+    return render(request, "explorer/runs.html", context)
+
+
+def _run(request: HttpRequest, slug: str, run_id: str) -> Run:
+    run = access.run_for_user(request.user, run_id)
+    if run.project.slug != slug:
+        raise Http404("no such run")
+    return run
+
+
+@require_safe
+@login_required
+def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
+    run = _run(request, slug, run_id)
+    series = list(
+        MetricSeries.objects.filter(run=run).order_by("key").values("key", "count", "last_value")[:2000]
+    )
+    overlay: list[dict[str, str]] = []
+    for other_id in request.GET.get("overlay", "").split(",")[:MAX_OVERLAY]:
+        other_id = other_id.strip()
+        if not other_id or other_id == run.public_id or any(o["id"] == other_id for o in overlay):
+            continue
+        try:
+            other = access.run_for_user(request.user, other_id)
+        except Http404:
+            continue  # a run the user may not read is silently left out of the overlay
+        overlay.append({"id": other.public_id, "name": other.name})
+    evals = list(Run.objects.filter(parent=run).order_by("checkpoint_step", "created_at")[:200])
+    chart_config = {
+        "run": {"id": run.public_id, "name": run.name},
+        "overlay": overlay,
+        "keys": [{"key": s["key"], "count": s["count"]} for s in series],
+        "seriesUrl": "/api/v1/runs/",
+        "healthUrl": reverse("run_health", args=[run.project.slug, run.public_id]),
+    }
+    return render(request, "explorer/run.html", {
+        "project": run.project,
+        "run": run,
+        "series_count": len(series),
+        "evals": evals,
+        "overlay": overlay,
+        "chart_config": chart_config,
+        "final": run.status in FINAL_RUN_STATUSES,
+    })
+
+
+@require_safe
+@login_required
+def run_status(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
+    """The live header partial; 286 tells htmx to stop polling once the run is final."""
+    run = _run(request, slug, run_id)
+    final = run.status in FINAL_RUN_STATUSES
+    response = render(request, "explorer/run.html#status", {"project": run.project, "run": run, "final": final})
+    if final:
+        response.status_code = 286
+    return response
+
+
+@require_safe
+@login_required
+def run_health(request: HttpRequest, slug: str, run_id: str) -> JsonResponse:
+    run = _run(request, slug, run_id)
+    return JsonResponse(selectors.grpo_health(run=run).as_dict())

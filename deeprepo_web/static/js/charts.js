@@ -1,0 +1,424 @@
+// Run page charts: one uPlot panel per metric key, loaded lazily from the downsampled series
+// endpoint, grouped into families by key prefix; EMA smoothing, step or wall-time x axis, min/max
+// band, several runs overlaid; plus the GRPO health panels computed from rollouts on the server.
+// Data arrives through json_script (#chart-config); no inline scripts (CSP).
+"use strict";
+(function () {
+  var COLORS = ["#3b5bdb", "#e8590c", "#2b8a3e", "#c2255c", "#7048e8", "#1098ad", "#f08c00", "#5c940d", "#862e9c"];
+  var BUCKETS = 800;
+  var state = { smoothing: 0, x: "step", filter: "" };
+  var panels = [];  // every panel element with a ._chart record
+  var cfg, runs;
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text != null) e.textContent = text;
+    return e;
+  }
+
+  function alpha(hex, a) {
+    var n = parseInt(hex.slice(1), 16);
+    return "rgba(" + (n >> 16 & 255) + "," + (n >> 8 & 255) + "," + (n & 255) + "," + a + ")";
+  }
+
+  // TensorBoard-style EMA with debiasing, so the start of a curve is not pulled towards 0.
+  function ema(values, a) {
+    if (!a) return values.slice();
+    var out = new Array(values.length), last = 0, n = 0;
+    for (var i = 0; i < values.length; i++) {
+      var v = values[i];
+      if (v == null || !isFinite(v)) { out[i] = null; continue; }
+      last = last * a + (1 - a) * v;
+      n++;
+      out[i] = last / (1 - Math.pow(a, n));
+    }
+    return out;
+  }
+
+  function fmt(v) {
+    if (v == null || !isFinite(v)) return "—";
+    var a = Math.abs(v);
+    if (a !== 0 && (a >= 1e6 || a < 1e-3)) return v.toExponential(2);
+    return Number(v.toPrecision(4)).toString();
+  }
+
+  // ---------------------------------------------------------------- families
+
+  function family(key) {
+    var i = key.indexOf("/");
+    if (i > 0) return key.slice(0, i);
+    if (/^reward/.test(key)) return "reward";
+    return "charts";
+  }
+
+  var FIRST = ["reward", "reward/mean", "reward_std", "reward/std"];
+  function keyRank(key) {
+    var i = FIRST.indexOf(key);
+    return i >= 0 ? i : FIRST.length;
+  }
+
+  function familyRank(name) {
+    var order = ["reward", "charts", "eval", "loss"];
+    var i = order.indexOf(name);
+    return i >= 0 ? i : order.length;
+  }
+
+  function isHealthKey(key) { return /zero_std|dead_group/.test(key); }
+
+  // ---------------------------------------------------------------- drawing
+
+  function sourceTable(src, xmode) {
+    var xs = (xmode === "time" && src.time) ? src.time : src.step;
+    var x = [], v = [], lo = [], hi = [];
+    for (var i = 0; i < xs.length; i++) {
+      if (xs[i] == null) continue;
+      if (x.length && xs[i] <= x[x.length - 1]) continue;  // keep x strictly increasing
+      x.push(xs[i]);
+      v.push(src.value ? src.value[i] : null);
+      lo.push(src.lo ? src.lo[i] : null);
+      hi.push(src.hi ? src.hi[i] : null);
+    }
+    return { x: x, v: v, lo: lo, hi: hi };
+  }
+
+  function hasSpread(src) {
+    if (!src.lo || !src.hi) return false;
+    for (var i = 0; i < src.lo.length; i++) if (src.lo[i] != null && src.hi[i] != null && src.hi[i] - src.lo[i] > 0) return true;
+    return false;
+  }
+
+  function buildData(chart) {
+    var xmode = chart.noTime ? "step" : state.x;
+    var tables = [], series = [{}], bands = [];
+    var idx = 1;
+    chart.sources.forEach(function (src) {
+      var t = sourceTable(src, xmode);
+      var cols = [t.x];
+      var smooth = src.value && src.smooth !== false && !src.bandOnly;
+      if (src.value && !src.bandOnly) {
+        cols.push(ema(t.v, smooth ? state.smoothing : 0));
+        series.push({ label: src.label, stroke: src.color, width: src.width || 1.6, dash: src.dash, spanGaps: true, points: { show: false } });
+        src._main = idx++;
+      }
+      if (smooth) {
+        cols.push(t.v);
+        series.push({ label: src.label + " (raw)", stroke: alpha(src.color, state.smoothing ? 0.25 : 0), width: 1, spanGaps: true, points: { show: false } });
+        idx++;
+      }
+      if (src.lo && src.hi && (src.bandOnly || hasSpread(src))) {
+        cols.push(t.lo, t.hi);
+        series.push({ label: src.label + " min", stroke: "transparent", width: 0, spanGaps: true, points: { show: false } });
+        series.push({ label: src.label + " max", stroke: "transparent", width: 0, spanGaps: true, points: { show: false } });
+        bands.push({ series: [idx + 1, idx], fill: alpha(src.color, src.bandAlpha || 0.12) });
+        idx += 2;
+      }
+      tables.push(cols);
+    });
+    var data = tables.length === 1 ? tables[0] : uPlot.join(tables);
+    return { data: data, series: series, bands: bands, time: xmode === "time" };
+  }
+
+  function axisStyle() {
+    return { stroke: "#6b7385", font: "11px system-ui, sans-serif", grid: { stroke: "#eef0f3", width: 1 }, ticks: { stroke: "#e3e6ec", width: 1, size: 4 } };
+  }
+
+  function draw(panel) {
+    var chart = panel._chart;
+    var box = panel.querySelector(".plot");
+    box.classList.remove("loading");
+    if (!chart.sources.length || !chart.sources.some(function (s) { return s.step.length; })) {
+      box.textContent = "";
+      box.appendChild(el("div", "empty", chart.emptyText || "no points"));
+      return;
+    }
+    var built = buildData(chart);
+    if (chart.plot && chart.plotTime === built.time && chart.plot.series.length === built.series.length) {
+      chart.plot.setData(built.data);
+    } else {
+      if (chart.plot) chart.plot.destroy();
+      box.textContent = "";
+      var xa = axisStyle(), ya = axisStyle();
+      // Steps are integers: no 0.5 ticks on short runs.
+      if (!built.time) xa.incrs = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7];
+      ya.size = 52;
+      ya.values = function (u, vals) { return vals.map(fmt); };
+      var hover = panel.querySelector(".hover");
+      chart.plot = new uPlot({
+        width: Math.max(200, box.clientWidth),
+        height: box.clientHeight || 190,
+        legend: { show: false },
+        cursor: { drag: { x: true, y: false }, points: { size: 5 } },
+        scales: { x: { time: built.time }, y: chart.yRange ? { range: chart.yRange } : {} },
+        axes: [xa, ya],
+        series: built.series,
+        bands: built.bands,
+        hooks: {
+          setCursor: [function (u) {
+            var i = u.cursor.idx;
+            if (i == null) { hover.textContent = ""; return; }
+            var xv = u.data[0][i];
+            var xs = built.time ? new Date(xv * 1000).toLocaleString() : "step " + xv;
+            var parts = chart.sources.filter(function (s) { return s._main; }).map(function (s) {
+              return (chart.sources.length > 1 ? s.label + " " : "") + fmt(u.data[s._main][i]);
+            });
+            hover.textContent = xs + " · " + parts.join(" · ");
+          }],
+        },
+      }, built.data, box);
+      chart.plotTime = built.time;
+    }
+    // What the tests read: the sum of the first drawn line, so smoothing shows up as a change.
+    var first = chart.sources[0] && chart.sources[0]._main;
+    var sum = 0;
+    if (first) built.data[first].forEach(function (v) { if (v != null) sum += v; });
+    panel.dataset.drawn = "1";
+    panel.dataset.sum = sum.toFixed(6);
+  }
+
+  function redrawAll() {
+    panels.forEach(function (p) { if (p._chart.sources.length || p._chart.loaded) draw(p); });
+  }
+
+  // ---------------------------------------------------------------- panels
+
+  function makePanel(title, chart) {
+    var panel = el("div", "panel");
+    var head = el("div", "panel-head");
+    head.appendChild(el("span", "key", title));
+    head.lastChild.title = title;
+    head.appendChild(el("span", "hover"));
+    panel.appendChild(head);
+    panel.appendChild(el("div", "plot loading"));
+    if (chart.legend) {
+      var legend = el("div", "panel-legend");
+      chart.legend.forEach(function (item) {
+        var span = el("span");
+        var sw = el("span", "swatch");
+        sw.style.background = item.color;
+        span.appendChild(sw);
+        span.appendChild(document.createTextNode(item.label));
+        legend.appendChild(span);
+      });
+      panel.appendChild(legend);
+    }
+    chart.sources = chart.sources || [];
+    panel._chart = chart;
+    panels.push(panel);
+    return panel;
+  }
+
+  function seriesUrl(runId, key) {
+    return cfg.seriesUrl + encodeURIComponent(runId) + "/series?key=" + encodeURIComponent(key) + "&buckets=" + BUCKETS;
+  }
+
+  function loadMetric(panel) {
+    var chart = panel._chart;
+    if (chart.loading) return;
+    chart.loading = true;
+    Promise.all(runs.map(function (run) {
+      return fetch(seriesUrl(run.id, chart.key), { credentials: "same-origin", headers: { Accept: "application/json" } })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .catch(function () { return null; })
+        .then(function (s) {
+          if (!s) return null;
+          return { label: run.name, color: run.color, step: s.step, time: s.time, value: s.value, lo: s.min, hi: s.max };
+        });
+    })).then(function (sources) {
+      chart.sources = sources.filter(Boolean);
+      chart.loaded = true;
+      panel.dataset.loaded = "1";
+      draw(panel);
+    });
+  }
+
+  var observer = new IntersectionObserver(function (entries) {
+    entries.forEach(function (e) {
+      if (!e.isIntersecting) return;
+      observer.unobserve(e.target);
+      var load = e.target._load;
+      if (load) load(e.target);
+    });
+  }, { rootMargin: "300px 0px" });
+
+  function metricPanel(key) {
+    var panel = makePanel(key, { key: key });
+    panel.dataset.key = key;
+    panel._load = loadMetric;
+    observer.observe(panel);
+    return panel;
+  }
+
+  function buildFamilies(root, firstRoot) {
+    var groups = {};
+    cfg.keys.forEach(function (k) {
+      if (isHealthKey(k.key)) return;
+      var f = family(k.key);
+      (groups[f] = groups[f] || []).push(k.key);
+    });
+    var names = Object.keys(groups).sort(function (a, b) { return familyRank(a) - familyRank(b) || a.localeCompare(b); });
+    if (!names.length) root.appendChild(el("p", "muted", "No metrics logged yet."));
+    names.forEach(function (name) {
+      var det = el("details", "family");
+      det.open = true;
+      det.dataset.family = name;
+      var sum = el("summary", null, name);
+      sum.appendChild(el("span", "count", groups[name].length + " chart" + (groups[name].length === 1 ? "" : "s")));
+      det.appendChild(sum);
+      var grid = el("div", "chart-grid");
+      groups[name].sort(function (a, b) { return keyRank(a) - keyRank(b) || a.localeCompare(b); })
+        .forEach(function (key) { grid.appendChild(metricPanel(key)); });
+      det.appendChild(grid);
+      // The reward family leads the page, above GRPO health; the rest follow it.
+      (name === "reward" && firstRoot ? firstRoot : root).appendChild(det);
+    });
+  }
+
+  // ---------------------------------------------------------------- GRPO health
+
+  function healthPanels(grid) {
+    var specs = [
+      { title: "dead groups (fraction of groups)", yRange: [0, 1], build: function (h) {
+        return [
+          { label: "all-fail", color: "#c92a2a", step: h.step, value: h.frac_all_fail },
+          { label: "all-pass", color: "#2b8a3e", step: h.step, value: h.frac_all_pass },
+          { label: "any zero-variance", color: "#868e96", step: h.step, value: h.frac_dead, dash: [4, 3] },
+        ];
+      } },
+      { title: "reward distribution (p10–p90, p25–p75, median, mean)", build: function (h) {
+        return [
+          { label: "p10–p90", color: "#3b5bdb", step: h.step, lo: h.p10, hi: h.p90, bandOnly: true, bandAlpha: 0.1 },
+          { label: "p25–p75", color: "#3b5bdb", step: h.step, lo: h.p25, hi: h.p75, bandOnly: true, bandAlpha: 0.2 },
+          { label: "median", color: "#3b5bdb", step: h.step, value: h.p50 },
+          { label: "mean", color: "#e8590c", step: h.step, value: h.mean, dash: [4, 3] },
+        ];
+      } },
+      { title: "turns per rollout", build: function (h) {
+        return [{ label: "turns", color: "#7048e8", step: h.step, value: h.turns }];
+      } },
+      { title: "tokens per rollout", build: function (h) {
+        return [
+          { label: "input", color: "#1098ad", step: h.step, value: h.input_tokens },
+          { label: "output", color: "#f08c00", step: h.step, value: h.output_tokens },
+        ];
+      } },
+      { title: "cost per step", optional: "cost", build: function (h) {
+        return [{ label: "cost", color: "#5c940d", step: h.step, value: h.cost }];
+      } },
+    ];
+    var made = specs.map(function (spec) {
+      var legend = null;
+      var panel = makePanel(spec.title, { noTime: true, yRange: spec.yRange, emptyText: "no training rollouts with steps" });
+      panel.dataset.health = spec.optional || spec.title.split(" ")[0];
+      grid.appendChild(panel);
+      return { panel: panel, spec: spec, legend: legend };
+    });
+    cfg.keys.forEach(function (k) { if (isHealthKey(k.key)) grid.appendChild(metricPanel(k.key)); });
+    var started = false;
+    var first = made[0].panel;
+    first._load = function () {
+      if (started) return;
+      started = true;
+      fetch(cfg.healthUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (h) {
+          made.forEach(function (m) {
+            var chart = m.panel._chart;
+            chart.loaded = true;
+            if (!h) { chart.emptyText = "could not load"; draw(m.panel); return; }
+            if (m.spec.optional === "cost" && !h.cost.some(function (v) { return v != null; })) {
+              m.panel.remove();
+              return;
+            }
+            chart.sources = m.spec.build(h);
+            addLegend(m.panel, chart.sources);
+            draw(m.panel);
+          });
+        });
+    };
+    observer.observe(first);
+  }
+
+  function addLegend(panel, sources) {
+    if (sources.length < 2) return;
+    var legend = el("div", "panel-legend");
+    sources.forEach(function (s) {
+      var span = el("span");
+      var sw = el("span", "swatch");
+      sw.style.background = s.bandOnly ? alpha(s.color, s.bandAlpha * 2) : s.color;
+      if (s.bandOnly) sw.style.height = "8px";
+      span.appendChild(sw);
+      span.appendChild(document.createTextNode(s.label));
+      legend.appendChild(span);
+    });
+    panel.appendChild(legend);
+  }
+
+  // ---------------------------------------------------------------- toolbar
+
+  function applyFilter() {
+    var q = state.filter.toLowerCase();
+    document.querySelectorAll("#charts details.family, #charts-first details.family").forEach(function (det) {
+      var shown = 0;
+      det.querySelectorAll(".panel").forEach(function (p) {
+        var hit = !q || (p.dataset.key || "").toLowerCase().indexOf(q) >= 0;
+        p.classList.toggle("hidden", !hit);
+        if (hit) shown++;
+      });
+      det.classList.toggle("hidden", shown === 0);
+    });
+  }
+
+  function runLegend() {
+    var box = document.getElementById("run-legend");
+    if (!box || runs.length < 2) return;
+    runs.forEach(function (run) {
+      var span = el("span");
+      var sw = el("span", "swatch");
+      sw.style.background = run.color;
+      span.appendChild(sw);
+      span.appendChild(document.createTextNode(run.name));
+      box.appendChild(span);
+    });
+  }
+
+  function init() {
+    var src = document.getElementById("chart-config");
+    if (!src || typeof uPlot === "undefined") return;
+    cfg = JSON.parse(src.textContent);
+    runs = [cfg.run].concat(cfg.overlay || []).map(function (r, i) {
+      return { id: r.id, name: r.name, color: COLORS[i % COLORS.length] };
+    });
+    runLegend();
+    var health = document.getElementById("health-grid");
+    if (health) healthPanels(health);
+    buildFamilies(document.getElementById("charts"), document.getElementById("charts-first"));
+
+    var slider = document.getElementById("chart-smoothing");
+    var out = document.getElementById("chart-smoothing-value");
+    slider.addEventListener("input", function () {
+      state.smoothing = parseFloat(slider.value) || 0;
+      out.textContent = state.smoothing.toFixed(2);
+      redrawAll();
+    });
+    document.getElementById("chart-x").addEventListener("change", function (ev) {
+      state.x = ev.target.value;
+      redrawAll();
+    });
+    var filter = document.getElementById("chart-filter");
+    filter.addEventListener("input", function () { state.filter = filter.value; applyFilter(); });
+
+    var resize = null;
+    window.addEventListener("resize", function () {
+      clearTimeout(resize);
+      resize = setTimeout(function () {
+        panels.forEach(function (p) {
+          var plot = p._chart.plot;
+          if (plot) plot.setSize({ width: Math.max(200, p.querySelector(".plot").clientWidth), height: plot.height });
+        });
+      }, 120);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", init);
+})();

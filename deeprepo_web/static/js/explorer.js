@@ -1,0 +1,52 @@
+// Runs explorer: run selection for Compare, and keeping the sort menu in step with header clicks.
+"use strict";
+(function () {
+  var selected = [];
+
+  function updateCompare() {
+    var link = document.getElementById("compare-link");
+    if (!link) return;
+    var count = document.getElementById("compare-count");
+    if (count) count.textContent = String(selected.length);
+    var ok = selected.length >= 1;
+    link.classList.toggle("disabled", !ok);
+    link.setAttribute("aria-disabled", ok ? "false" : "true");
+    link.href = ok ? link.getAttribute("data-compare-base") + "?runs=" + selected.map(encodeURIComponent).join(",") : "#";
+  }
+
+  function syncTable(root) {
+    var table = root.id === "runs-table" ? root : root.querySelector && root.querySelector("#runs-table");
+    if (!table) return;
+    table.querySelectorAll("input.run-select").forEach(function (box) {
+      box.checked = selected.indexOf(box.value) >= 0;
+      box.closest("tr").classList.toggle("selected", box.checked);
+    });
+    var sort = document.getElementById("f-sort");
+    var want = table.getAttribute("data-sort");
+    if (sort && want && sort.value !== want) {
+      if (!Array.prototype.some.call(sort.options, function (o) { return o.value === want; })) {
+        var opt = document.createElement("option");
+        opt.value = want;
+        opt.textContent = want.replace(/^-/, "") + (want.charAt(0) === "-" ? " ↓" : " ↑");
+        sort.appendChild(opt);
+      }
+      sort.value = want;
+    }
+  }
+
+  document.addEventListener("change", function (ev) {
+    var box = ev.target;
+    if (!box.classList || !box.classList.contains("run-select")) return;
+    var i = selected.indexOf(box.value);
+    if (box.checked && i < 0) selected.push(box.value);
+    if (!box.checked && i >= 0) selected.splice(i, 1);
+    box.closest("tr").classList.toggle("selected", box.checked);
+    updateCompare();
+  });
+  document.addEventListener("click", function (ev) {
+    var link = ev.target.closest && ev.target.closest("#compare-link.disabled");
+    if (link) ev.preventDefault();
+  });
+  document.addEventListener("DOMContentLoaded", function () { syncTable(document); updateCompare(); });
+  document.addEventListener("htmx:afterSwap", function (ev) { syncTable(document); });
+})();
