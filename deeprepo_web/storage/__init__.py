@@ -26,7 +26,7 @@ from deeprepo_web.storage.base import Backend, ObjectMissing, PartInfo, StorageE
 from deeprepo_web.storage.filesystem import FilesystemBackend
 
 __all__ = [
-    "Backend", "ObjectMissing", "PartInfo", "StorageError", "StorageUnavailable",
+    "Backend", "FilesystemBackend", "ObjectMissing", "PartInfo", "StorageError", "StorageUnavailable",
     "backend", "blob_get", "blob_key", "blob_put", "blob_url", "is_sha256", "sniff_content_type",
     "signed_token", "signed_payload", "artifact_prefix", "run_prefix",
 ]
