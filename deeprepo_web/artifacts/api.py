@@ -68,7 +68,7 @@ def _artifact(run: Run, artifact_id: int) -> Artifact:
     return artifact
 
 
-@router.post("/runs/{run_id}/artifacts", auth=key_auth)
+@router.post("/runs/{run_id}/artifacts", auth=key_auth, response={200: dict, 201: dict})
 def artifact_begin(request: HttpRequest, run_id: str, payload: ArtifactIn) -> Status:
     run = _run_for(request, run_id, write=True)
     artifact, plan = services.artifact_begin(

@@ -156,10 +156,12 @@ def storage_put(request: HttpRequest, token: str) -> HttpResponse:
         return _json_error("no such upload (deleted or cleaned up)", 404)
     if artifact.status != "pending":
         return _json_error("this artifact is already uploaded", 409)
+    if request.META.get("HTTP_TRANSFER_ENCODING"):
+        return _json_error("Content-Length header is required (no chunked uploads)", 411)
     try:
-        length = int(request.META.get("CONTENT_LENGTH") or "")
+        length = int(request.META.get("CONTENT_LENGTH") or 0)  # no header and no body: an empty file
     except ValueError:
-        return _json_error("Content-Length header is required", 411)
+        return _json_error("Content-Length header is not a number", 400)
     try:
         services.artifact_receive(artifact=artifact, stream=request, length=length)  # type: ignore[arg-type]
     except services.ArtifactError as exc:
