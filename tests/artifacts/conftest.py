@@ -79,3 +79,9 @@ def run_id(api: Any) -> str:
     return str(res.json()["id"])
 
 
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings: Any) -> None:
+    # PBKDF2 for the team's five users costs ~2 s per test here; hashing is not what these tests check.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
