@@ -199,7 +199,8 @@ def _offload(text: str | None, refs: set[str] | None = None) -> tuple[str, str, 
 
 # An inline image, bare or as a Markdown image: `![alt](data:image/png;base64,....)`.
 _DATA_IMAGE = re.compile(
-    r"(?:!\[(?P<alt>[^\]\n]{0,200})\]\()?data:image/(?P<fmt>png|jpeg|jpg|gif|webp);base64,(?P<b64>[A-Za-z0-9+/=\s]{16,})(?P<close>\))?"
+    r"(?:!\[(?P<alt>[^\]\n]{0,200})\]\()?data:image/(?P<fmt>png|jpeg|jpg|gif|webp);base64,"
+    r"(?P<b64>(?:[A-Za-z0-9+/]|\r?\n){16,}={0,2})(?P<close>\))?"
 )
 # Below this, a data URI costs less in the row than a round trip to the store.
 _MIN_IMAGE_BYTES = 1024
