@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from tests.browser.conftest import browser_page, chromium, screenshot_dir  # noqa: F401
 from tests.infra.fixtures import s3_server  # noqa: F401
 from tests.infra.s3 import BUCKET, S3Server
 
