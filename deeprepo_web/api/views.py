@@ -331,7 +331,3 @@ def rollout_detail(request: HttpRequest, run_id: str, rollout_id: int) -> dict[s
 
 api.add_router("/v1", router)
 
-# Areas with their own routers register here (imported last: they use the auth and errors above).
-from deeprepo_web.artifacts.api import router as artifacts_router  # noqa: E402
-
-api.add_router("/v1", artifacts_router)

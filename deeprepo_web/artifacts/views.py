@@ -151,7 +151,7 @@ def storage_put(request: HttpRequest, token: str) -> HttpResponse:
         return _json_error("upload URL expired; ask for a new one", 403)
     except signing.BadSignature:
         return _json_error("upload URL signature is invalid", 403)
-    artifact = Artifact.objects.filter(pk=payload.get("a"), storage_key=payload.get("k")).first()
+    artifact = Artifact.objects.filter(pk=int(payload.get("a") or 0), storage_key=str(payload.get("k"))).first()
     if artifact is None:
         return _json_error("no such upload (deleted or cleaned up)", 404)
     if artifact.status != "pending":
@@ -170,7 +170,7 @@ def storage_put(request: HttpRequest, token: str) -> HttpResponse:
 
 
 @require_GET
-def storage_get(request: HttpRequest, token: str) -> HttpResponse:
+def storage_get(request: HttpRequest, token: str) -> HttpResponse | FileResponse:
     try:
         payload = storage.signed_payload(token, salt=storage.GET_SALT)
     except signing.SignatureExpired:

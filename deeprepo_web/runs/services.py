@@ -21,7 +21,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
-from deeprepo_web.runs.models import FINAL_RUN_STATUSES, BlobRef, Metric, MetricRollup, Run, RunKind, RunStatus
+from deeprepo_web.runs.models import (
+    FINAL_RUN_STATUSES,
+    BlobRef,
+    Run,
+    RunKind,
+    RunStatus,
+)
 from deeprepo_web.storage import blob_put
 
 log = logging.getLogger(__name__)
@@ -120,8 +126,8 @@ def run_delete(*, run: Run) -> dict[str, int]:
     Objects go first: when the store is down this raises StorageUnavailable and nothing is
     deleted. Blobs are shared by content, so one is removed only when no other run refers to it.
     """
-    from deeprepo_web.runs.models import Artifact
     from deeprepo_web import storage
+    from deeprepo_web.runs.models import Artifact
 
     store = storage.backend()
     for key, upload_id in Artifact.objects.filter(run=run).exclude(upload_id="").values_list("storage_key", "upload_id"):
