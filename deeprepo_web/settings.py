@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "deeprepo_web.jobs",
     "deeprepo_web.sharing",
     "deeprepo_web.front",
+    "deeprepo_web.artifacts",
 ]
 
 MIDDLEWARE = [
@@ -117,6 +118,14 @@ DEEPREPO_BLOB_THRESHOLD = env_int("DEEPREPO_BLOB_THRESHOLD", 256 * 1024)
 DEEPREPO_S3_BUCKET = env_str("DEEPREPO_S3_BUCKET", "")
 DEEPREPO_S3_ENDPOINT_URL = env_str("DEEPREPO_S3_ENDPOINT_URL", "")
 DEEPREPO_S3_REGION = env_str("DEEPREPO_S3_REGION", "us-east-1")
+# The S3 endpoint as clients outside this host reach it (presigned URLs); defaults to the endpoint above.
+DEEPREPO_S3_PUBLIC_ENDPOINT_URL = env_str("DEEPREPO_S3_PUBLIC_ENDPOINT_URL", "")
+# Artifacts: a file at or above this size is uploaded in parts of this size (S3 only).
+DEEPREPO_ARTIFACT_PART_BYTES = env_int("DEEPREPO_ARTIFACT_PART_BYTES", 64 * 1024 * 1024)
+# Lifetime of presigned / signed upload and download URLs, in seconds.
+DEEPREPO_ARTIFACT_URL_TTL = env_int("DEEPREPO_ARTIFACT_URL_TTL", 3600)
+# An upload not confirmed within this many seconds is removed by the beat task artifacts_cleanup.
+DEEPREPO_ARTIFACT_UPLOAD_TIMEOUT = env_int("DEEPREPO_ARTIFACT_UPLOAD_TIMEOUT", 24 * 3600)
 
 # Celery: with no broker URL, a filesystem broker under DATA_DIR needs no server (one machine).
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
@@ -134,6 +143,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE = {
+    "artifacts-cleanup": {"task": "deeprepo.artifacts_cleanup", "schedule": 15 * 60.0},
+}
 
 LOGGING = {
     "version": 1,

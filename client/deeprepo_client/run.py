@@ -114,6 +114,25 @@ class Run:
         for i in range(0, len(batch), ROLLOUT_BATCH):
             self._append("rollouts", batch[i : i + ROLLOUT_BATCH])
 
+    def log_artifact(
+        self, path: str | os.PathLike[str], kind: str = "checkpoint", name: str | None = None, *, workers: int = 4
+    ) -> dict[str, Any]:
+        """Upload a file (a checkpoint, an adapter, eval outputs) to the run; blocks until it is stored.
+
+        The bytes go straight to the object store through presigned URLs (in parts, several at
+        a time, for big files); the server then checks size and sha256. Interrupted, the same
+        call resumes where it stopped. Returns the artifact record.
+        """
+        from deeprepo_client.artifacts import upload_artifact
+
+        if self.transport is None:
+            raise RuntimeError("log_artifact needs an online run (DEEPREPO_MODE=online and an API key)")
+        run_id = ensure_run(self.spool, self.transport)
+        return upload_artifact(
+            self.transport, run_id, path, kind=kind, name=name, workers=workers,
+            resume_dir=self.spool.path.parent / "_artifact_uploads",
+        )
+
     def update(self, **fields: Any) -> None:
         """Change run fields (tags, notes, config, summary, status ...)."""
         self._append("update", fields)

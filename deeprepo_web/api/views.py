@@ -331,3 +331,4 @@ def rollout_detail(request: HttpRequest, run_id: str, rollout_id: int) -> dict[s
 
 
 api.add_router("/v1", router)
+

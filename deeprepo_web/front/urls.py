@@ -22,4 +22,5 @@ urlpatterns = [
     path("", include("deeprepo_web.front.compare_urls")),
     path("", include("deeprepo_web.sharing.urls")),
     path("", include("deeprepo_web.front.trajectory_urls")),
+    path("", include("deeprepo_web.artifacts.urls")),
 ]

@@ -274,3 +274,15 @@ class ModelPrice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model_pattern}: ${self.input_per_mtok}/${self.output_per_mtok} per Mtok"
+
+
+class BlobRef(models.Model):
+    """A run uses a blob (an offloaded body or image). Answers "may this project see blob X?" through
+    an index, and "is blob X still used?" before a run's deletion removes it from the store."""
+
+    pk = models.CompositePrimaryKey("sha", "run_id")
+    sha = models.CharField(max_length=64)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="blob_refs")
+
+    class Meta:
+        indexes = [models.Index(fields=["run"], name="blobref_run")]

@@ -6,9 +6,13 @@ ON CONFLICT DO NOTHING for retries. Every batch is one transaction.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
+import logging
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,8 +22,16 @@ from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.analysis import behaviour as behaviour_stats
-from deeprepo_web.runs.models import FINAL_RUN_STATUSES, Run, RunKind, RunStatus
+from deeprepo_web.runs.models import (
+    FINAL_RUN_STATUSES,
+    BlobRef,
+    Run,
+    RunKind,
+    RunStatus,
+)
 from deeprepo_web.storage import blob_put
+
+log = logging.getLogger(__name__)
 
 # Bucket widths (in steps) of the rollup levels; level i groups steps into ROLLUP_WIDTHS[i].
 ROLLUP_WIDTHS = (8, 64, 512, 4096, 32768, 262144)
@@ -109,6 +121,47 @@ def run_finish(*, run: Run, status: str = RunStatus.FINISHED) -> Run:
     return run_update(run=run, status=status)
 
 
+def run_delete(*, run: Run) -> dict[str, int]:
+    """Delete a run with its rows and its stored objects; returns counts of what went.
+
+    Objects go first: when the store is down this raises StorageUnavailable and nothing is
+    deleted. Blobs are shared by content, so one is removed only when no other run refers to it.
+    """
+    from deeprepo_web import storage
+    from deeprepo_web.runs.models import Artifact
+
+    store = storage.backend()
+    for key, upload_id in Artifact.objects.filter(run=run).exclude(upload_id="").values_list("storage_key", "upload_id"):
+        store.multipart_abort(key, upload_id)
+    objects = store.delete_prefix(storage.run_prefix(run.project_id, run.public_id))
+    shas = list(BlobRef.objects.filter(run=run).values_list("sha", flat=True))
+    with transaction.atomic(), connection.cursor() as cur:
+        # The big tables go by set-based SQL (the ORM's cascade would load every row); Metric and
+        # MetricRollup have no FK constraint on purpose, so they never cascade by themselves.
+        series = "SELECT id FROM runs_metricseries WHERE run_id = %s"
+        cur.execute(f"DELETE FROM runs_metric WHERE series_id IN ({series})", [run.pk])
+        metrics = cur.rowcount
+        cur.execute(f"DELETE FROM runs_metricrollup WHERE series_id IN ({series})", [run.pk])
+        rollouts_q = "SELECT id FROM runs_rollout WHERE run_id = %s"
+        cur.execute(f"DELETE FROM runs_toolcall WHERE rollout_id IN ({rollouts_q})", [run.pk])
+        cur.execute(f"DELETE FROM runs_turn WHERE rollout_id IN ({rollouts_q})", [run.pk])
+        cur.execute("DELETE FROM runs_rollout WHERE run_id = %s", [run.pk])
+        rollouts = cur.rowcount
+        run.delete()  # the small rest (series, artifacts, blob refs, other apps' links) through the ORM
+    blobs = 0
+    still_used = set(BlobRef.objects.filter(sha__in=shas).values_list("sha", flat=True))
+    for sha in shas:
+        if sha in still_used:
+            continue
+        try:
+            storage.blob_delete(sha)
+            blobs += 1
+        except storage.StorageError as exc:
+            # The rows are gone already; an orphan blob wastes space but harms nobody.
+            log.warning("run_delete: blob %s kept: %s", sha, exc)
+    return {"objects": objects, "blobs": blobs, "metrics": metrics, "rollouts": rollouts}
+
+
 # ---------------------------------------------------------------- text hygiene
 
 def clean_text(value: str) -> str:
@@ -138,14 +191,70 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def _offload(text: str | None) -> tuple[str, str, int]:
+def _offload(text: str | None, refs: set[str] | None = None) -> tuple[str, str, int]:
     """(kept text, blob sha or '', full size in bytes). Bodies past the threshold go to the store."""
     if not text:
         return "", "", 0
     data = text.encode("utf-8")
     if len(data) <= settings.DEEPREPO_BLOB_THRESHOLD:
         return text, "", len(data)
-    return text[:PREVIEW_CHARS], blob_put(data), len(data)
+    sha = blob_put(data)
+    if refs is not None:
+        refs.add(sha)
+    return text[:PREVIEW_CHARS], sha, len(data)
+
+
+# An inline image, bare or as a Markdown image: `![alt](data:image/png;base64,....)`.
+_DATA_IMAGE = re.compile(
+    r"(?:!\[(?P<alt>[^\]\n]{0,200})\]\()?data:image/(?P<fmt>png|jpeg|jpg|gif|webp);base64,"
+    r"(?P<b64>(?:[A-Za-z0-9+/]|\r?\n){16,}={0,2})(?P<close>\))?"
+)
+# Below this, a data URI costs less in the row than a round trip to the store.
+_MIN_IMAGE_BYTES = 1024
+
+
+def _extract_images(text: str, refs: set[str]) -> tuple[str, list[dict[str, Any]]]:
+    """Move inline base64 images to the blob store; the text keeps `![alt](blob:<sha>)` markers."""
+    if "data:image/" not in text:  # the common case costs one substring search
+        return text, []
+    images: list[dict[str, Any]] = []
+
+    def swap(m: re.Match[str]) -> str:
+        b64, alt, close = m.group("b64"), m.group("alt"), m.group("close")
+        if len(b64) < _MIN_IMAGE_BYTES * 4 // 3 or (alt is not None and not close):
+            return m.group(0)  # tiny, or an unterminated Markdown image: left as written
+        try:
+            raw = base64.b64decode("".join(b64.split()), validate=True)
+        except (binascii.Error, ValueError):
+            return m.group(0)  # not base64 after all: leave the text as it was
+        sha = blob_put(raw)
+        refs.add(sha)
+        fmt = "jpeg" if m.group("fmt") == "jpg" else m.group("fmt")
+        images.append({"sha": sha, "type": f"image/{fmt}", "size": len(raw)})
+        if alt is not None:
+            return f"![{alt}](blob:{sha})"
+        # A bare data URI: its ')' (if any) belonged to the surrounding text.
+        return f"![image](blob:{sha})" + (close or "")
+
+    return _DATA_IMAGE.sub(swap, text), images
+
+
+def _body(text: str | None, refs: set[str]) -> tuple[str, str, int, list[dict[str, Any]]]:
+    """Images out first, then the size threshold on what is left."""
+    images: list[dict[str, Any]] = []
+    if text:
+        text, images = _extract_images(text, refs)
+    kept, blob, size = _offload(text, refs)
+    return kept, blob, size, images
+
+
+def _blob_refs_write(cur: Any, run: Run, refs: set[str]) -> None:
+    if refs:
+        cur.execute(
+            "INSERT INTO runs_blobref (sha, run_id) SELECT s, %s FROM unnest(%s::text[]) AS s "
+            "ON CONFLICT DO NOTHING",
+            [run.pk, sorted(refs)],
+        )
 
 
 # ---------------------------------------------------------------- metrics
@@ -418,11 +527,13 @@ def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
         if not new_ids:
             return 0
         fresh = [(new_ids[u], r) for r, u in zip(rollouts, uids, strict=True) if u in new_ids]
-        _turns_write(cur, fresh)
+        refs: set[str] = set()
+        _turns_write(cur, fresh, refs)
+        _blob_refs_write(cur, run, refs)
     return len(new_ids)
 
 
-def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]]) -> None:
+def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[str]) -> None:
     n_turns = sum(len(r.get("turns") or []) for _, r in fresh)
     n_calls = sum(_count_calls(t.get("tool_calls") or []) for _, r in fresh for t in r.get("turns") or [])
     turn_ids = iter(_next_ids(cur, "runs_turn", n_turns))
@@ -433,7 +544,7 @@ def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]]) -> None:
     def add_calls(calls: list[dict[str, Any]], turn_id: int, rollout_id: int, parent: int | None) -> None:
         for index, call in enumerate(calls):
             call_id = next(call_ids)
-            output, blob, size = _offload(call.get("output"))
+            output, blob, size, _ = _body(call.get("output"), refs)
             arguments = call.get("arguments")
             call_rows.append((
                 call_id, turn_id, rollout_id, parent, index, (call.get("call_id") or "")[:200],
@@ -447,11 +558,14 @@ def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]]) -> None:
     for rollout_id, r in fresh:
         for index, turn in enumerate(r.get("turns") or []):
             turn_id = next(turn_ids)
-            content, blob, size = _offload(turn.get("content"))
+            content, blob, size, images = _body(turn.get("content"), refs)
+            metadata = turn.get("metadata") or {}
+            if images:
+                metadata = {**metadata, "images": [*(metadata.get("images") or []), *images]}
             turn_rows.append((
                 turn_id, rollout_id, index, (turn.get("role") or "")[:32], content, blob, size,
                 turn.get("reasoning") or "", turn.get("input_tokens"), turn.get("output_tokens"),
-                turn.get("latency"), (turn.get("model") or "")[:500], _dumps(turn.get("metadata") or {}),
+                turn.get("latency"), (turn.get("model") or "")[:500], _dumps(metadata),
             ))
             add_calls(turn.get("tool_calls") or [], turn_id, rollout_id, None)
 

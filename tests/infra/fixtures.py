@@ -18,6 +18,7 @@ import pytest
 
 from tests.infra._proc import ServiceUnavailable
 from tests.infra.ray_head import RayHead, start_ray_head
+from tests.infra.s3 import S3Server, require_s3, start_s3
 from tests.infra.slurm import SlurmCluster, start_slurm
 from tests.infra.sshd import SshServer, start_sshd
 
@@ -52,3 +53,16 @@ def ray_head() -> Iterator[RayHead]:
     head = _start_or_skip(start_ray_head, "Ray head")
     yield head
     head.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """rclone's S3 server; skipped (with the reason) only when rclone is missing and DEEPREPO_REQUIRE_S3 is unset."""
+    try:
+        server = start_s3()
+    except ServiceUnavailable as e:
+        if require_s3() or os.environ.get("DEEPREPO_REQUIRE_CLUSTERS") == "1":
+            pytest.fail(f"S3 server unavailable but DEEPREPO_REQUIRE_S3 is set: {e}")
+        pytest.skip(f"S3 server unavailable: {e}")
+    yield server
+    server.stop()

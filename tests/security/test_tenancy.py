@@ -7,20 +7,23 @@ cannot fill fails the test, so whoever adds it also teaches the walker.
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import Any
 
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall
+from deeprepo_web.artifacts.services import artifact_store_file
+from deeprepo_web.runs.models import BlobRef, Example, Rollout, Run, ToolCall
 from deeprepo_web.runs.services import rollouts_ingest, run_create
 from deeprepo_web.sharing.services import share_create
 from tests.factories import rollout
 
 # Reachable without project membership on purpose.
 PUBLIC = {"login", "logout", "home", "api-1:openapi-json", "api-1:openapi-view"}
-PUBLIC_PREFIXES = ("/s/", "/static/", "/api/docs", "/api/openapi")
+# /storage/ URLs are capabilities: a signed, expiring token is the permission (tests/artifacts).
+PUBLIC_PREFIXES = ("/s/", "/static/", "/api/docs", "/api/openapi", "/storage/")
 
 
 def _walk(resolver: Any, prefix: str = "", ns: str = "") -> list[tuple[str, str]]:
@@ -47,18 +50,25 @@ def _fill(pattern: str, values: dict[str, str]) -> str:
 
 
 @pytest.fixture
-def world(team: Any) -> dict[str, str]:
+def world(team: Any, tmp_path: Any) -> dict[str, str]:
     run, _ = run_create(project=team.project, name="r", environment="env")
     rollouts_ingest(run=run, rollouts=[rollout("ex-1")])
     r = Rollout.objects.get(run=run)
     call = ToolCall.objects.filter(rollout=r).first()
     assert call is not None
     link, _ = share_create(project=team.project, user=team.owner, kind="run", target=run.public_id)
+    file = tmp_path / "log.txt"
+    file.write_text("hello")
+    artifact = artifact_store_file(run=run, name="log.txt", kind="log", path=file)
+    image = rollout("ex-img")
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(2048)).decode()
+    image["turns"][0]["content"] = f"see ![plot](data:image/png;base64,{png})"
+    rollouts_ingest(run=run, rollouts=[image])
     return {
         "slug": team.project.slug,
         "run_id": run.public_id,
         "rollout_id": str(r.pk),
-        "example_id": str(Example.objects.get().pk),
+        "example_id": str(Example.objects.filter(key="ex-1").get().pk),
         "key_id": "1",
         "membership_id": "1",
         "call_id": str(call.pk),
@@ -66,7 +76,8 @@ def world(team: Any) -> dict[str, str]:
         "object_id": str(call.pk),
         "turn_id": str(call.turn_id),
         "index": "0",
-        "sha": "0" * 64,
+        "sha": BlobRef.objects.filter(run=run).values_list("sha", flat=True)[0],
+        "artifact_id": str(artifact.pk),
         "link_id": str(link.pk),
         "token": "not-a-token",  # share pages are public by design (tested in tests/compare)
     }
@@ -104,8 +115,11 @@ def test_api_key_of_another_project_reaches_nothing(client, team, world):
         for method in ("get", "post", "patch"):
             body = {} if method == "get" else {"content_type": "application/json", "data": "{}"}
             res = getattr(client, method)(path, headers=headers, **body)
-            if res.status_code not in (404, 405):
-                leaks.append(f"{method.upper()} {path} ({name}) -> {res.status_code}")
+            # A body refused before the run is looked up (422) is no leak only if a run that does
+            # not exist gets exactly the same answer.
+            ghost = getattr(client, method)(path.replace(world["run_id"], "doesnotexist0000"), headers=headers, **body)
+            if res.status_code not in (404, 405, 422) or res.status_code != ghost.status_code:
+                leaks.append(f"{method.upper()} {path} ({name}) -> {res.status_code} (unknown run: {ghost.status_code})")
     assert leaks == []
 
 
