@@ -74,7 +74,7 @@ class ImportReport:
         return {
             "path": self.path,
             "format": self.format,
-            "runs": [asdict(r) for r in self.runs],
+            "runs": [{**asdict(r), "already": r.rollouts_received - r.rollouts} for r in self.runs],
             "problems": self.problems,
             "problems_total": self.problems_total,
             "rows": self.rows,
@@ -169,10 +169,10 @@ class _Importer:
     def metrics(self, ev: MetricsEvent) -> None:
         run = self.run_for(ev.ref)
         try:
-            self.by_ref[ev.ref].points += runs.metrics_ingest(run=run, points=ev.points)
+            self.by_ref[ev.ref].points += runs.metrics_ingest(run=run, points=ev.points)  # type: ignore[arg-type]
         except (runs.IngestError, DatabaseError, ValueError, TypeError, KeyError) as exc:
             runs._known_series.clear()  # the failed batch's series rows were rolled back with it
-            steps = [p.get("step") for p in ev.points if isinstance(p, dict)]
+            steps = [p["step"] for p in ev.points if isinstance(p, dict) and isinstance(p.get("step"), int)]
             where = f"{len(ev.points)} metric rows (steps {min(steps)}–{max(steps)})" if steps else "metric rows"
             self._batch_problem(ev.ref, where, exc)
 
@@ -419,7 +419,7 @@ def import_job_enqueue(*, job: ImportJob) -> None:
         return
     from workers.tasks import run_import
 
-    run_import.delay_on_commit(job.pk)
+    run_import.delay_on_commit(job.pk)  # type: ignore[attr-defined]
 
 
 def import_job_run(*, job_id: int) -> ImportJob | None:
