@@ -9,6 +9,7 @@ rollouts the project already has, and a report a person can act on (file:line an
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import time
 from collections.abc import Callable, Iterable
@@ -249,6 +250,9 @@ class _Importer:
         for key_hash, rollout_id, run_id, final_answer, comps, metrics in rows:
             key = hashes[key_hash]
             result = ev.by_example[key]
+            # Django's connection hands jsonb back as text
+            comps = json.loads(comps) if isinstance(comps, str) else comps
+            metrics = json.loads(metrics) if isinstance(metrics, str) else metrics
             new_metrics = {**(metrics or {}), **(result.get("metrics") or {})}
             if "touches_tests" not in new_metrics and final_answer and "diff" in final_answer[:4096]:
                 new_metrics["touches_tests"] = patch_touches_tests(final_answer)
