@@ -118,6 +118,7 @@ if CELERY_BROKER_URL == "filesystem://":
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
     }
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
