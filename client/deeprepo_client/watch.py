@@ -89,7 +89,7 @@ class Watcher:
         except FileNotFoundError:
             return
         except ValueError as exc:
-            raise SystemExit(f"deeprepo watch: {self._state_file()} is damaged ({exc}); move it away to start over")
+            raise SystemExit(f"deeprepo watch: {self._state_file()} is damaged ({exc}); move it away to start over") from exc
         for ref, r in data.get("runs", {}).items():
             st = RunState(local_id=r["local_id"], name=r.get("name", ref), metrics=dict(r.get("metrics", {})),
                           summary=dict(r.get("summary", {})))

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import queue
 import shutil
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -279,6 +281,52 @@ class _Importer:
             rep.rewards_attached += n
 
 
+_DONE = object()
+
+
+def _prefetched(events: Iterator[Any], depth: int = 4) -> Iterator[Any]:
+    """Parse in a thread while this one writes: JSON decoding runs while Postgres works on the last batch.
+
+    The parser never touches the database; a bounded queue keeps at most `depth` batches in memory.
+    """
+    q: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for ev in events:
+                while not stop.is_set():
+                    try:
+                        q.put(ev, timeout=0.5)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            q.put(exc)
+        finally:
+            if not stop.is_set():
+                q.put(_DONE)
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()  # a zip's temp folder is removed by the generator's cleanup
+
+    thread = threading.Thread(target=produce, name="deeprepo-import-parse", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
 def _exc_line(exc: Exception) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}"[:500]
@@ -323,7 +371,7 @@ def import_path(
     limits = ZipLimits(max_total_bytes=settings.DEEPREPO_IMPORT_MAX_UNZIPPED_BYTES,
                        max_entries=settings.DEEPREPO_IMPORT_MAX_ZIP_ENTRIES)
     last_tick = time.monotonic()
-    events: Iterable[Any] = parse(p, fmt=fmt, limits=limits)
+    events: Iterable[Any] = _prefetched(parse(p, fmt=fmt, limits=limits))
     for ev in events:
         if isinstance(ev, Problem):
             report.problem(display(ev.file), ev.line, ev.message, ev.fatal)
