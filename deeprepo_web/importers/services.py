@@ -429,15 +429,20 @@ def upload_store(files: list[tuple[str, Iterable[bytes]]]) -> tuple[Path, int]:
                             f"upload is larger than {settings.DEEPREPO_IMPORT_MAX_UPLOAD_BYTES} bytes"
                         )
                     out.write(chunk)
-        final = root / digest.hexdigest()[:24]
+        hexdigest = digest.hexdigest()
+        # Several files are one folder; parsers name runs after their folder, so it gets a short id
+        # the way vf-eval names its output folders (<env>--<model>/<8 hex>).
+        final = root / hexdigest[:24]
+        inner = final if len(names) == 1 else final / hexdigest[:8]
         if final.exists():
             shutil.rmtree(tmp, ignore_errors=True)
         else:
-            tmp.rename(final)
+            inner.parent.mkdir(parents=True, exist_ok=True)
+            tmp.rename(inner)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    target = final / names[0] if len(names) == 1 else final
+    target = inner / names[0] if len(names) == 1 else inner
     return target, total
 
 
@@ -459,7 +464,8 @@ def _safe_name(raw: str, taken: list[str]) -> str:
 def import_job_create(*, project: Project, user: Any, files: list[tuple[str, Iterable[bytes]]],
                       fmt: str = "") -> ImportJob:
     path, size = upload_store(files)
-    shown = files[0][0] if len(files) == 1 else f"{len(files)} files ({', '.join(n for n, _ in files[:3])}…)"
+    shown = files[0][0] if len(files) == 1 else (
+        f"{len(files)} files ({', '.join(n for n, _ in files[:3])}{'…' if len(files) > 3 else ''})")
     return ImportJob.objects.create(project=project, user=user if getattr(user, "pk", None) else None,
                                     source_name=str(shown)[:1000], path=str(path), size=size, fmt=fmt)
 

@@ -59,12 +59,21 @@ def worker(settings, team, tmp_path):
          "-n", f"{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
-    old = (app.conf.broker_url, app.conf.task_default_queue)
-    app.conf.broker_url, app.conf.task_default_queue = REDIS_URL, queue
+    old = (app.conf.broker_url, app.conf.task_default_queue, app.conf.broker_transport_options)
+
+    def _reset_pools() -> None:
+        # An earlier test may have opened the default (filesystem) broker: drop its cached pools.
+        app.pool.force_close_all()
+        app._pool = None
+        app.amqp._producer_pool = None
+
+    _reset_pools()
+    app.conf.broker_url, app.conf.task_default_queue, app.conf.broker_transport_options = REDIS_URL, queue, {}
     try:
         yield proc
     finally:
-        app.conf.broker_url, app.conf.task_default_queue = old
+        _reset_pools()
+        app.conf.broker_url, app.conf.task_default_queue, app.conf.broker_transport_options = old
         os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=20)
