@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "deeprepo_web.runs",
     "deeprepo_web.jobs",
     "deeprepo_web.sharing",
+    "deeprepo_web.importers",
     "deeprepo_web.front",
     "deeprepo_web.artifacts",
 ]
@@ -137,6 +138,7 @@ if CELERY_BROKER_URL == "filesystem://":
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
     }
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -154,3 +156,10 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# Imports: uploads below this size import inside the request; larger ones go to a Celery worker.
+DEEPREPO_IMPORT_INLINE_BYTES = env_int("DEEPREPO_IMPORT_INLINE_BYTES", 5 * 1024 * 1024)
+DEEPREPO_IMPORT_MAX_UPLOAD_BYTES = env_int("DEEPREPO_IMPORT_MAX_UPLOAD_BYTES", 4 * 1024**3)
+# A zipped folder may expand to at most this many bytes / entries (zip bombs are refused).
+DEEPREPO_IMPORT_MAX_UNZIPPED_BYTES = env_int("DEEPREPO_IMPORT_MAX_UNZIPPED_BYTES", 8 * 1024**3)
+DEEPREPO_IMPORT_MAX_ZIP_ENTRIES = env_int("DEEPREPO_IMPORT_MAX_ZIP_ENTRIES", 200_000)

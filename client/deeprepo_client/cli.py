@@ -42,6 +42,26 @@ def cmd_sync(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_watch(args: argparse.Namespace) -> int:
+    from deeprepo_client.watch import watch
+
+    folder = Path(args.dir)
+    if not folder.is_dir():
+        print(f"deeprepo watch: {args.dir} is not a folder", file=sys.stderr)
+        return 2
+    if args.interval <= 0:
+        print("deeprepo watch: --interval must be a positive number of seconds", file=sys.stderr)
+        return 2
+    transport = _transport(args)
+    try:
+        return watch(folder, transport, project=args.project or os.environ.get("DEEPREPO_PROJECT"),
+                     interval=args.interval, once=args.once, state_dir=args.state, fmt=args.format)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        transport.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="deeprepo")
     parser.add_argument("--url", help="server URL (default $DEEPREPO_URL)")
@@ -50,6 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     sync = sub.add_parser("sync", help="upload runs spooled while the server was away or offline")
     sync.add_argument("dir", help="a run's spool directory, or a spool root holding several")
     sync.set_defaults(func=cmd_sync)
+    w = sub.add_parser("watch", help="follow a live output folder (verifiers -s, TRL, prime-rl) and stream new rows")
+    w.add_argument("dir", help="the trainer's output folder")
+    w.add_argument("--project", help="project slug (default $DEEPREPO_PROJECT; the API key's project)")
+    w.add_argument("--interval", type=float, default=5.0, help="seconds between passes (default 5)")
+    w.add_argument("--once", action="store_true", help="one pass, then exit")
+    w.add_argument("--state", help="where to remember what was sent (default DIR/.deeprepo-watch)")
+    w.add_argument("--format", help="skip detection: read DIR as this format")
+    w.set_defaults(func=cmd_watch)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

@@ -17,6 +17,7 @@ from ninja.security import HttpBearer
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey
 from deeprepo_web.api import schemas
+from deeprepo_web.importers.api import register as imports_register
 from deeprepo_web.runs import selectors, services
 from deeprepo_web.runs.models import Rollout, Run
 
@@ -330,5 +331,6 @@ def rollout_detail(request: HttpRequest, run_id: str, rollout_id: int) -> dict[s
     return rollout_out(rollout, turns=True)
 
 
+imports_register(router, key_auth, read_auth)
 api.add_router("/v1", router)
 

@@ -23,4 +23,5 @@ urlpatterns = [
     path("", include("deeprepo_web.sharing.urls")),
     path("", include("deeprepo_web.front.trajectory_urls")),
     path("", include("deeprepo_web.artifacts.urls")),
+    path("", include("deeprepo_web.importers.urls")),
 ]

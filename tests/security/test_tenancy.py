@@ -15,6 +15,7 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from deeprepo_web.artifacts.services import artifact_store_file
+from deeprepo_web.importers.models import ImportJob
 from deeprepo_web.runs.models import BlobRef, Example, Rollout, Run, ToolCall
 from deeprepo_web.runs.services import rollouts_ingest, run_create
 from deeprepo_web.sharing.services import share_create
@@ -64,6 +65,7 @@ def world(team: Any, tmp_path: Any) -> dict[str, str]:
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(2048)).decode()
     image["turns"][0]["content"] = f"see ![plot](data:image/png;base64,{png})"
     rollouts_ingest(run=run, rollouts=[image])
+    upload = ImportJob.objects.create(project=team.project, user=team.owner, source_name="x.jsonl", path="/nope")
     return {
         "slug": team.project.slug,
         "run_id": run.public_id,
@@ -78,6 +80,7 @@ def world(team: Any, tmp_path: Any) -> dict[str, str]:
         "index": "0",
         "sha": BlobRef.objects.filter(run=run).values_list("sha", flat=True)[0],
         "artifact_id": str(artifact.pk),
+        "import_id": str(upload.pk),
         "link_id": str(link.pk),
         "token": "not-a-token",  # share pages are public by design (tested in tests/compare)
     }

@@ -1,0 +1,1 @@
+"""Integrations with training frameworks. Each module imports its framework; the client core never does."""

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from deeprepo_web.accounts.models import Project
+
+
+class ImportStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class ImportJob(models.Model):
+    """One upload (a file, a zipped folder, or several files) being turned into runs."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    status = models.CharField(max_length=8, choices=ImportStatus.choices, default=ImportStatus.QUEUED)
+    source_name = models.CharField(max_length=1000)  # what the user uploaded, as they named it
+    path = models.CharField(max_length=2000)  # the stored upload under DATA_DIR/uploads
+    size = models.BigIntegerField(default=0)
+    fmt = models.CharField(max_length=32, blank=True, default="")  # forced format, '' = detect
+    # Rows (rollouts + metric points) read so far; a running import updates it about once a second.
+    progress = models.BigIntegerField(default=0)
+    report = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "-created_at"], name="importjob_project_created")]
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in (ImportStatus.DONE, ImportStatus.FAILED)

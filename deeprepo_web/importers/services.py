@@ -1,0 +1,510 @@
+"""Imports: a file or folder -> deeprepo_client.formats events -> runs.services.
+
+Thin on purpose: the parsers know the formats, runs.services knows the tables. What lives here is
+the glue: one Run per parser ref (found again by (source, external_id) on a re-import), every batch
+its own transaction (a bad batch is reported and the others stay), SWE-bench rewards attached to
+rollouts the project already has, and a report a person can act on (file:line and what was wrong).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
+
+from deeprepo_client.formats import ZipLimits, detect, parse, patch_touches_tests
+from deeprepo_client.records import MetricsEvent, Problem, RewardsEvent, RolloutsEvent, RunEvent
+from deeprepo_web.accounts.models import Project
+from deeprepo_web.importers.models import ImportJob, ImportStatus
+from deeprepo_web.runs import services as runs
+from deeprepo_web.runs.models import Run, RunKind, RunStatus
+
+MAX_PROBLEMS = 500  # kept in the report; the rest are counted
+PROGRESS_EVERY = 1.0  # seconds between progress callbacks
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class RunReport:
+    ref: str
+    name: str
+    public_id: str = ""
+    kind: str = ""
+    created: bool = False
+    rollouts_received: int = 0
+    rollouts: int = 0  # new rows stored
+    points: int = 0  # new metric values stored
+    rewards_attached: int = 0  # rollouts of this run that got a reward from another file
+
+
+@dataclass
+class ImportReport:
+    path: str
+    format: str | None = None
+    runs: list[RunReport] = field(default_factory=list)
+    problems: list[dict[str, Any]] = field(default_factory=list)
+    problems_total: int = 0
+    rows: int = 0  # rollouts + metric points read
+    seconds: float = 0.0
+
+    @property
+    def imported_anything(self) -> bool:
+        return bool(self.runs)
+
+    @property
+    def fatal(self) -> bool:
+        return any(p.get("fatal") for p in self.problems)
+
+    def problem(self, file: str, line: int | None, message: str, fatal: bool = False) -> None:
+        self.problems_total += 1
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append({"file": file, "line": line, "message": message, "fatal": fatal})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "format": self.format,
+            "runs": [{**asdict(r), "already": r.rollouts_received - r.rollouts} for r in self.runs],
+            "problems": self.problems,
+            "problems_total": self.problems_total,
+            "rows": self.rows,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _ts(value: Any) -> datetime | None:
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, tz=UTC)
+    return None
+
+
+class _Importer:
+    """State of one import: refs -> runs, made lazily so a reward-only file creates no empty run."""
+
+    def __init__(self, project: Project, report: ImportReport, display: Callable[[str], str]) -> None:
+        self.project = project
+        self.report = report
+        self.display = display
+        self.records: dict[str, dict[str, Any]] = {}
+        self.runs: dict[str, Run] = {}
+        self.by_ref: dict[str, RunReport] = {}
+        self.matched: dict[str, set[str]] = {}  # ref -> example keys whose rewards went to other runs
+        self.rep_by_pk: dict[int, RunReport] = {}
+
+    # ------------------------------------------------------------ runs
+
+    def run_event(self, ev: RunEvent) -> None:
+        record = runs.clean_deep(dict(ev.run))
+        self.records[ev.ref] = record
+        self.by_ref[ev.ref] = RunReport(ref=ev.ref, name=str(record.get("name") or ev.ref)[:500],
+                                        kind=str(record.get("kind") or RunKind.TRAIN))
+
+    def run_for(self, ref: str) -> Run:
+        run = self.runs.get(ref)
+        if run is not None:
+            return run
+        record = self.records.get(ref)
+        if record is None:  # a parser bug, but never lose the data: a run named after the ref
+            self.run_event(RunEvent(ref, {"name": ref}))
+            record = self.records[ref]
+        parent = self.run_for(record["parent_ref"]) if record.get("parent_ref") in self.records else None
+        name = self.by_ref[ref].name
+        source = str(record.get("source") or "import")[:32]
+        external_id = str(record.get("external_id") or name)[:200]
+        fields: dict[str, Any] = {
+            "kind": record.get("kind") if record.get("kind") in RunKind.values else RunKind.TRAIN,
+            "status": record.get("status") if record.get("status") in RunStatus.values else RunStatus.FINISHED,
+            "model": str(record.get("model") or "")[:500],
+            "adapter": str(record.get("adapter") or "")[:500],
+            "environment": str(record.get("environment") or "")[:500],
+            "method": str(record.get("method") or "")[:100],
+            "config": record.get("config") if isinstance(record.get("config"), dict) else {},
+            "tags": [str(t)[:200] for t in record.get("tags") or []],
+            "notes": str(record.get("notes") or ""),
+            "checkpoint_step": record.get("checkpoint_step") if isinstance(record.get("checkpoint_step"), int) else None,
+            "summary": record.get("summary") if isinstance(record.get("summary"), dict) else {},
+        }
+        run, created = runs.run_create(
+            project=self.project, name=name, source=source, external_id=external_id, parent=parent,
+            started_at=_ts(record.get("started_at")), finished_at=_ts(record.get("finished_at")), **fields,
+        )
+        if not created:
+            # The same file (or a newer copy of it) again: refresh what the file says about the run.
+            changes = {k: v for k, v in fields.items() if k not in ("notes", "tags") and v not in ("", None, {})}
+            if changes.get("summary"):
+                changes["summary"] = {**run.summary, **changes["summary"]}
+            if parent is not None:
+                changes["parent"] = parent
+            runs.run_update(run=run, **changes)
+        rep = self.by_ref[ref]
+        rep.public_id, rep.created, rep.kind = run.public_id, created, run.kind
+        self.runs[ref] = run
+        self.rep_by_pk[run.pk] = rep
+        self.report.runs.append(rep)
+        return run
+
+    def finish(self, had_problems: bool) -> None:
+        """Runs the file announced but sent no rows for: made only when nothing went wrong."""
+        for ref in self.records:
+            if ref in self.runs or ref in self.matched or had_problems:
+                continue
+            self.run_for(ref)
+
+    # ------------------------------------------------------------ rows
+
+    def _batch_problem(self, ref: str, what: str, exc: Exception) -> None:
+        self.report.problem(self.display(self.report.path), None,
+                            f"run {self.by_ref[ref].name!r}: {what} not stored: {_exc_line(exc)}")
+
+    def metrics(self, ev: MetricsEvent) -> None:
+        run = self.run_for(ev.ref)
+        try:
+            self.by_ref[ev.ref].points += runs.metrics_ingest(run=run, points=ev.points)  # type: ignore[arg-type]
+        except (runs.IngestError, DatabaseError, ValueError, TypeError, KeyError) as exc:
+            runs._known_series.clear()  # the failed batch's series rows were rolled back with it
+            steps = [p["step"] for p in ev.points if isinstance(p, dict) and isinstance(p.get("step"), int)]
+            where = f"{len(ev.points)} metric rows (steps {min(steps)}–{max(steps)})" if steps else "metric rows"
+            self._batch_problem(ev.ref, where, exc)
+
+    def rollouts(self, ev: RolloutsEvent) -> None:
+        records = ev.rollouts
+        skip = self.matched.get(ev.ref)
+        if skip:  # SWE-bench: these instances' results went onto the rollouts that produced them
+            records = [r for r in records if r.get("example_key") not in skip]
+            if not records:
+                return
+        run = self.run_for(ev.ref)
+        rep = self.by_ref[ev.ref]
+        rep.rollouts_received += len(records)
+        try:
+            rep.rollouts += runs.rollouts_ingest(run=run, rollouts=records)  # type: ignore[arg-type]
+            return
+        except (runs.IngestError, DatabaseError, ValueError, TypeError, KeyError):
+            pass
+        # Postgres refuses NUL bytes and lone surrogates in text; model output has both. Cleaning
+        # every batch up front costs a deep copy, so only a refused batch pays for it.
+        cleaned = runs.clean_deep(records)
+        try:
+            rep.rollouts += runs.rollouts_ingest(run=run, rollouts=cleaned)
+            return
+        except (runs.IngestError, DatabaseError, ValueError, TypeError, KeyError):
+            pass
+        # Still refused: one by one, so the good rollouts stay and each bad one is named.
+        for r in cleaned:
+            try:
+                rep.rollouts += runs.rollouts_ingest(run=run, rollouts=[r])
+            except (runs.IngestError, DatabaseError, ValueError, TypeError, KeyError) as exc:
+                what = f"rollout of example {str(r.get('example_key'))[:80]!r} (sample {r.get('sample_index')})"
+                self._batch_problem(ev.ref, what, exc)
+
+    def rewards(self, ev: RewardsEvent) -> None:
+        """Attach results (SWE-bench) to the rollouts that produced them, matched by example key.
+
+        For each instance: the most recent run of the project (other than this file's own run)
+        holding a rollout of that example gets the reward on all its rollouts of it.
+        """
+        record = self.records.get(ev.ref, {})
+        own_source = str(record.get("source") or "")
+        own_external = str(record.get("external_id") or "")
+        hashes = {hashlib.sha256(str(k).encode("utf-8", "replace")).hexdigest(): str(k) for k in ev.by_example}
+        if not hashes:
+            return
+        with connection.cursor() as cur:
+            # Rollouts of those examples in each example's most recent run (not this file's own run).
+            cur.execute(
+                """
+                WITH cand AS (
+                    SELECT e.key_hash, r.id AS run_id, r.created_at
+                    FROM runs_example e
+                    JOIN runs_rollout ro ON ro.example_id = e.id
+                    JOIN runs_run r ON r.id = ro.run_id
+                    WHERE e.project_id = %s AND e.key_hash = ANY(%s)
+                      AND NOT (r.source = %s AND r.external_id = %s)
+                    GROUP BY e.key_hash, r.id, r.created_at
+                ), best AS (
+                    SELECT DISTINCT ON (key_hash) key_hash, run_id FROM cand ORDER BY key_hash, created_at DESC, run_id DESC
+                )
+                SELECT best.key_hash, ro.id, ro.run_id, ro.final_answer, ro.reward_components, ro.metrics
+                FROM best JOIN runs_example e ON e.key_hash = best.key_hash AND e.project_id = %s
+                JOIN runs_rollout ro ON ro.example_id = e.id AND ro.run_id = best.run_id
+                """,
+                [self.project.pk, list(hashes), own_source, own_external, self.project.pk],
+            )
+            rows = cur.fetchall()
+        if not rows:
+            return
+        updates: list[tuple[int, float | None, str, str]] = []
+        per_run: dict[int, int] = {}
+        matched = self.matched.setdefault(ev.ref, set())
+        for key_hash, rollout_id, run_id, final_answer, comps, metrics in rows:
+            key = hashes[key_hash]
+            result = ev.by_example[key]
+            # Django's connection hands jsonb back as text
+            comps = json.loads(comps) if isinstance(comps, str) else comps
+            metrics = json.loads(metrics) if isinstance(metrics, str) else metrics
+            new_metrics = {**(metrics or {}), **(result.get("metrics") or {})}
+            if "touches_tests" not in new_metrics and final_answer and "diff" in final_answer[:4096]:
+                new_metrics["touches_tests"] = patch_touches_tests(final_answer)
+            new_comps = {**(comps or {}), **(result.get("reward_components") or {})}
+            updates.append((rollout_id, result.get("reward"), runs._dumps(runs.clean_deep(new_comps)),
+                            runs._dumps(runs.clean_deep(new_metrics))))
+            per_run[run_id] = per_run.get(run_id, 0) + 1
+            matched.add(key)
+        with transaction.atomic(), connection.cursor() as cur:
+            cur.execute(
+                "UPDATE runs_rollout AS ro SET reward = u.rw, reward_components = u.rc::jsonb, metrics = u.m::jsonb "
+                "FROM unnest(%s::bigint[], %s::float8[], %s::text[], %s::text[]) AS u(id, rw, rc, m) "
+                "WHERE ro.id = u.id",
+                [[u[0] for u in updates], [u[1] for u in updates], [u[2] for u in updates], [u[3] for u in updates]],
+            )
+        for run_id, n in per_run.items():
+            rep = self.rep_by_pk.get(run_id)
+            if rep is None:
+                target = Run.objects.get(pk=run_id)
+                rep = RunReport(ref=f"rewards:{target.public_id}", name=target.name, public_id=target.public_id,
+                                kind=target.kind)
+                self.rep_by_pk[run_id] = rep
+                self.report.runs.append(rep)
+            rep.rewards_attached += n
+
+
+_DONE = object()
+
+
+def _prefetched(events: Iterator[Any], depth: int = 4) -> Iterator[Any]:
+    """Parse in a thread while this one writes: JSON decoding runs while Postgres works on the last batch.
+
+    The parser never touches the database; a bounded queue keeps at most `depth` batches in memory.
+    """
+    q: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for ev in events:
+                while not stop.is_set():
+                    try:
+                        q.put(ev, timeout=0.5)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            q.put(exc)
+        finally:
+            if not stop.is_set():
+                q.put(_DONE)
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()  # a zip's temp folder is removed by the generator's cleanup
+
+    thread = threading.Thread(target=produce, name="deeprepo-import-parse", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+def _exc_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}"[:500]
+
+
+def _displayer(root: Path | None, shown_as: str | None) -> Callable[[str], str]:
+    """File names as the user knows them: relative to the upload folder, never our disk layout."""
+    if root is None:
+        return lambda p: p
+    prefix = str(root)
+
+    def display(p: str) -> str:
+        if p.startswith(prefix):
+            rest = p[len(prefix):].lstrip("/")
+            return rest or (shown_as or Path(p).name)
+        return p
+
+    return display
+
+
+def import_path(
+    *,
+    project: Project,
+    path: str | Path,
+    fmt: str | None = None,
+    progress: Progress | None = None,
+    display_root: str | Path | None = None,
+    display_name: str | None = None,
+) -> ImportReport:
+    """Import a file or folder into `project`. Never raises for bad input: it lands in the report."""
+    start = time.monotonic()
+    p = Path(path)
+    display = _displayer(Path(display_root) if display_root else None, display_name)
+    report = ImportReport(path=str(p))
+    report.path = str(p)
+    if fmt is None:
+        detected = detect(p) if p.exists() else None
+        report.format = detected.format if detected else None
+    else:
+        report.format = fmt
+    imp = _Importer(project, report, display)
+    limits = ZipLimits(max_total_bytes=settings.DEEPREPO_IMPORT_MAX_UNZIPPED_BYTES,
+                       max_entries=settings.DEEPREPO_IMPORT_MAX_ZIP_ENTRIES)
+    last_tick = time.monotonic()
+    events: Iterable[Any] = _prefetched(parse(p, fmt=fmt, limits=limits))
+    for ev in events:
+        if isinstance(ev, Problem):
+            report.problem(display(ev.file), ev.line, ev.message, ev.fatal)
+        elif isinstance(ev, RunEvent):
+            imp.run_event(ev)
+        elif isinstance(ev, MetricsEvent):
+            imp.metrics(ev)
+            report.rows += len(ev.points)
+        elif isinstance(ev, RolloutsEvent):
+            imp.rollouts(ev)
+            report.rows += len(ev.rollouts)
+        elif isinstance(ev, RewardsEvent):
+            imp.rewards(ev)
+        if progress is not None and time.monotonic() - last_tick >= PROGRESS_EVERY:
+            last_tick = time.monotonic()
+            progress(report.rows)
+    imp.finish(had_problems=report.problems_total > 0)
+    report.path = display(str(p))
+    report.seconds = time.monotonic() - start
+    if progress is not None:
+        progress(report.rows)
+    return report
+
+
+# ---------------------------------------------------------------- upload jobs
+
+
+def _uploads_root() -> Path:
+    return Path(settings.DATA_DIR) / "uploads"
+
+
+def upload_store(files: list[tuple[str, Iterable[bytes]]]) -> tuple[Path, int]:
+    """Save uploaded files under DATA_DIR/uploads/<content hash>/ and return (what to import, bytes).
+
+    The folder is named by the content: uploading the same files again gives the same paths, so
+    parsers that name runs after their folder find the same runs (and nothing is doubled).
+    """
+    root = _uploads_root()
+    tmp = root / f".incoming-{time.time_ns()}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    total = 0
+    names: list[str] = []
+    try:
+        for raw_name, chunks in files:
+            name = _safe_name(raw_name, names)
+            names.append(name)
+            digest.update(name.encode() + b"\x00")
+            with open(tmp / name, "wb") as out:
+                for chunk in chunks:
+                    digest.update(chunk)
+                    total += len(chunk)
+                    if total > settings.DEEPREPO_IMPORT_MAX_UPLOAD_BYTES:
+                        raise UploadTooLarge(
+                            f"upload is larger than {settings.DEEPREPO_IMPORT_MAX_UPLOAD_BYTES} bytes"
+                        )
+                    out.write(chunk)
+        hexdigest = digest.hexdigest()
+        # Several files are one folder; parsers name runs after their folder, so it gets a short id
+        # the way vf-eval names its output folders (<env>--<model>/<8 hex>).
+        final = root / hexdigest[:24]
+        inner = final if len(names) == 1 else final / hexdigest[:8]
+        if final.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            inner.parent.mkdir(parents=True, exist_ok=True)
+            tmp.rename(inner)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    target = inner / names[0] if len(names) == 1 else inner
+    return target, total
+
+
+class UploadTooLarge(ValueError):
+    pass
+
+
+def _safe_name(raw: str, taken: list[str]) -> str:
+    # Browsers send a base name; never trust it to stay inside the folder.
+    name = Path(raw.replace("\\", "/")).name.strip() or "upload"
+    name = name.lstrip(".") or "upload"
+    base, n = name, 1
+    while name in taken:
+        n += 1
+        name = f"{n}-{base}"
+    return name[:200]
+
+
+def import_job_create(*, project: Project, user: Any, files: list[tuple[str, Iterable[bytes]]],
+                      fmt: str = "") -> ImportJob:
+    path, size = upload_store(files)
+    shown = files[0][0] if len(files) == 1 else (
+        f"{len(files)} files ({', '.join(n for n, _ in files[:3])}{'…' if len(files) > 3 else ''})")
+    return ImportJob.objects.create(project=project, user=user if getattr(user, "pk", None) else None,
+                                    source_name=str(shown)[:1000], path=str(path), size=size, fmt=fmt)
+
+
+def import_job_enqueue(*, job: ImportJob) -> None:
+    """Small uploads import right away (the page shows the report at once); big ones go to Celery."""
+    if job.size <= settings.DEEPREPO_IMPORT_INLINE_BYTES:
+        transaction.on_commit(lambda: import_job_run(job_id=job.pk))
+        return
+    from workers.tasks import run_import
+
+    run_import.delay_on_commit(job.pk)  # type: ignore[attr-defined]
+
+
+def import_job_run(*, job_id: int) -> ImportJob | None:
+    """Run one queued import. A duplicate (or late) call changes nothing: queued -> running is conditional."""
+    now = timezone.now()
+    if not ImportJob.objects.filter(pk=job_id, status=ImportStatus.QUEUED).update(
+            status=ImportStatus.RUNNING, started_at=now):
+        return None
+    job = ImportJob.objects.select_related("project").get(pk=job_id)
+
+    def progress(rows: int) -> None:
+        ImportJob.objects.filter(pk=job_id).update(progress=rows)
+
+    path = Path(job.path)
+    root = path.parent if path.is_file() else path
+    try:
+        report = import_path(project=job.project, path=path, fmt=job.fmt or None, progress=progress,
+                             display_root=root, display_name=job.source_name)
+    except Exception as exc:  # a bug, not bad input: say so on the page instead of a silent 'running'
+        ImportJob.objects.filter(pk=job_id).update(
+            status=ImportStatus.FAILED, error=_exc_line(exc), finished_at=timezone.now())
+        raise
+    status = ImportStatus.DONE if report.imported_anything else ImportStatus.FAILED
+    error = "" if report.imported_anything else (
+        report.problems[0]["message"] if report.problems else "nothing to import")
+    ImportJob.objects.filter(pk=job_id).update(
+        status=status, report=report.as_dict(), progress=report.rows, error=error[:2000],
+        finished_at=timezone.now())
+    job.refresh_from_db()
+    return job

@@ -1,0 +1,45 @@
+"""The import page in Chromium: upload a folder's files and a broken file, see runs and problems."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from deeprepo_web.importers.models import ImportJob
+from tests.importers.conftest import vf_row, write_vf
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_editor_uploads_and_reads_the_report(browser_page, live_server, team, tmp_path, screenshot_dir, samples):
+    rows = [json.dumps(vf_row(i, i % 4)) for i in range(12)]
+    rows[6] = rows[6][:60] + "<script>alert(1)</script>"
+    folder = write_vf(tmp_path / "toy-eval", rows)
+    page = browser_page(team.editor)
+    page.goto(f"{live_server.url}/p/demo/import/")
+    page.set_input_files("input[type=file]", [str(folder / "metadata.json"), str(folder / "results.jsonl")])
+    page.click("button[type=submit]")
+    page.wait_for_selector(".import-job .status-done")
+    # a real hosted export as a second import, and a Git LFS pointer as a third
+    prime = samples / "prime_hosted_rl" / "bp6qd19u06wzeqkdrf0h24xx"
+    page.set_input_files("input[type=file]", [str(p) for p in sorted(prime.iterdir())])
+    page.click("button[type=submit]")
+    page.wait_for_function("document.querySelectorAll('.import-job .status-done').length == 2")
+    lfs = tmp_path / "results.jsonl"
+    lfs.write_text("version https://git-lfs.github.com/spec/v1\noid sha256:" + "b" * 64 + "\nsize 99\n")
+    page.set_input_files("input[type=file]", str(lfs))
+    page.click("button[type=submit]")
+    page.wait_for_selector(".import-job .status-failed")
+    body = page.inner_text("body")
+    assert "results.jsonl:7" in body and "git lfs pull" in body
+    assert "svbench" in body and "8,415" in body  # prime hosted: new metric points
+    page.screenshot(path=f"{screenshot_dir}/import.png", full_page=True)
+    assert ImportJob.objects.filter(status="done").count() == 2
+    assert page.watched.errors == []
+
+
+def test_viewer_has_no_form(browser_page, live_server, team):
+    page = browser_page(team.viewer)
+    page.goto(f"{live_server.url}/p/demo/import/")
+    assert page.locator("input[type=file]").count() == 0
