@@ -376,6 +376,15 @@ _LOCK_METRICS = 1
 
 # ---------------------------------------------------------------- rollouts
 
+# Array parameters must be of one Python type: parsers and callers mix 1 and 1.0 freely.
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
 def rollout_uid(record: dict[str, Any]) -> str:
     """The client's uid, or a hash of the content: the same rollout sent twice is stored once."""
     uid = record.get("uid")
@@ -491,19 +500,19 @@ def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
             values = (
                 uid,
                 example_ids[_key_hash(r["example_key"])],
-                r.get("step"),
-                r.get("sample_index"),
-                r.get("reward"),
+                _int(r.get("step")),
+                _int(r.get("sample_index")),
+                _float(r.get("reward")),
                 _dumps(r.get("reward_components") or {}),
-                r.get("advantage"),
-                num_turns,
-                r.get("input_tokens"),
-                r.get("output_tokens"),
-                r.get("cost"),
+                _float(r.get("advantage")),
+                _int(num_turns),
+                _int(r.get("input_tokens")),
+                _int(r.get("output_tokens")),
+                _float(r.get("cost")),
                 bool(r.get("is_truncated")),
                 (r.get("stop_condition") or "")[:200],
                 r.get("error") or "",
-                r.get("duration"),
+                _float(r.get("duration")),
                 r.get("final_answer") or "",
                 _dumps({**(r.get("metrics") or {}), "behaviour": clean_deep(rollout_behaviour(r))}),
                 now,

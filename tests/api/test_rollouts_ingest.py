@@ -63,3 +63,12 @@ def test_run_deletion_cascades(api):
     api.post(f"/runs/{run_id}/rollouts", [rollout("ex-1")])
     Run.objects.filter(public_id=run_id).delete()
     assert Turn.objects.count() == 0 and ToolCall.objects.count() == 0
+
+
+def test_service_accepts_ints_and_floats_mixed_in_one_batch(team):
+    from deeprepo_web.runs.services import rollouts_ingest, run_create
+
+    run, _ = run_create(project=team.project, name="mixed")
+    stored = rollouts_ingest(run=run, rollouts=[rollout("a", reward=1), rollout("b", reward=0.5, cost=2)])
+    assert stored == 2
+    assert sorted(Rollout.objects.filter(run=run).values_list("reward", flat=True)) == [0.5, 1.0]
