@@ -58,7 +58,7 @@ def series_downsampled(*, run: Run, key: str, buckets: int = 1000) -> Series | N
     """Per-bucket min / max / last for at most `buckets` buckets (spikes survive in min/max).
 
     Reads raw points when there are few; otherwise the finest precomputed rollup level with at
-    most 4x the wanted buckets, merged down. Cost is bounded by the bucket count, not the points.
+    most 8x the wanted buckets, merged down. Cost is bounded by the bucket count, not the points.
     """
     buckets = max(1, min(buckets, MAX_BUCKETS))
     series = MetricSeries.objects.filter(run=run, key=key).first()
@@ -69,6 +69,7 @@ def series_downsampled(*, run: Run, key: str, buckets: int = 1000) -> Series | N
         return out
     span = series.last_step - series.first_step + 1
     width = max(1, math.ceil(span / buckets))
+    origin = series.first_step
     with connection.cursor() as cur:
         if series.count <= buckets:
             cur.execute(
@@ -80,25 +81,28 @@ def series_downsampled(*, run: Run, key: str, buckets: int = 1000) -> Series | N
         else:
             level = 0
             for i, w in enumerate(ROLLUP_WIDTHS):
-                if span / w <= 4 * buckets:
+                if span / w <= 8 * buckets:
                     level = i
                     break
             else:
                 level = len(ROLLUP_WIDTHS) - 1
-            width = max(width, ROLLUP_WIDTHS[level])
+            # A whole number of rollup buckets per output bucket, so every bucket is exact.
+            w = ROLLUP_WIDTHS[level]
+            width = math.ceil(width / w) * w
+            origin = series.first_step - series.first_step % w
             # Merge the rollup buckets down to the wanted width in Postgres: half the rows cross the wire.
             cur.execute(
                 "SELECT max(last_step), min(min_value), max(max_value), "
                 "(array_agg(last_value ORDER BY last_step DESC))[1], (array_agg(last_time ORDER BY last_step DESC))[1] "
                 "FROM runs_metricrollup WHERE series_id = %s AND level = %s "
                 "GROUP BY (last_step - %s) / %s ORDER BY 1",
-                [series.pk, level, series.first_step, width],
+                [series.pk, level, origin, width],
             )
             rows = cur.fetchall()
     out.resolution = width
     current: int | None = None
     for step, lo, hi, last, time_ in rows:
-        b = (step - series.first_step) // width
+        b = (step - origin) // width
         lo, hi, last = _finite(lo), _finite(hi), _finite(last)
         if b != current:
             current = b

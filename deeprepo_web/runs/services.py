@@ -34,7 +34,8 @@ from deeprepo_web.storage import blob_put
 log = logging.getLogger(__name__)
 
 # Bucket widths (in steps) of the rollup levels; level i groups steps into ROLLUP_WIDTHS[i].
-ROLLUP_WIDTHS = (8, 64, 512, 4096, 32768, 262144)
+# Factor 16 between levels: 4 levels cover a million steps; readers merge up to 8x the wanted buckets.
+ROLLUP_WIDTHS = (16, 256, 4096, 65536)
 # What a row keeps of a body that went to the blob store.
 PREVIEW_CHARS = 16 * 1024
 
