@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from deeprepo_web.front import views
 
@@ -13,4 +13,5 @@ urlpatterns = [
     path("p/<slug:slug>/", views.project, name="project"),
     path("p/<slug:slug>/runs/<str:run_id>/", views.run_detail, name="run"),
     path("r/<str:run_id>/", views.run_redirect, name="run_short"),
+    path("", include("deeprepo_web.jobs.urls")),
 ]
