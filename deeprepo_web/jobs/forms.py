@@ -72,7 +72,8 @@ class LaunchForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.template = template
         self.schema = validate_schema(template.params_schema)
-        self.fields["cluster"].choices = [(str(c.pk), f"{c.name} ({c.kind})") for c in clusters]
+        cluster_field: Any = self.fields["cluster"]
+        cluster_field.choices = [(str(c.pk), f"{c.name} ({c.kind})") for c in clusters]
         for p in self.schema:
             field = _param_field(p)
             if p["required"]:
