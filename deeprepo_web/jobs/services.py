@@ -140,7 +140,10 @@ def builtin_templates_ensure() -> None:
 def templates_for_project(project: Project) -> list[JobTemplate]:
     if not JobTemplate.objects.filter(project__isnull=True, builtin=True).exists():
         builtin_templates_ensure()
-    return list(JobTemplate.objects.filter(Q(project=project) | Q(project__isnull=True)).order_by("-builtin", "name"))
+    order = {spec["slug"]: i for i, spec in enumerate(BUILTIN_TEMPLATES)}
+    templates = JobTemplate.objects.filter(Q(project=project) | Q(project__isnull=True))
+    # Built-ins in their curated order (the demo first), then the project's own by name.
+    return sorted(templates, key=lambda t: (0, order.get(t.slug, 99), "") if t.builtin else (1, 0, t.name.lower()))
 
 
 def template_save(
