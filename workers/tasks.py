@@ -45,6 +45,19 @@ def cancel_job(self: Any, job_id: int) -> str:
         raise self.retry(countdown=min(60, 2 ** (self.request.retries + 1))) from None
 
 
+@app.task(name="deeprepo.jobs.follow", soft_time_limit=30, time_limit=45, ignore_result=True)
+def follow_job(job_id: int, polls_left: int) -> None:
+    """Fast polls of a job the cluster has just queued, so RUNNING shows within a second."""
+    from deeprepo_web.jobs import services
+
+    try:
+        still_queued = services.job_follow(job_id=job_id)
+    except BackendError:
+        return  # beat's sync follows it anyway
+    if still_queued and polls_left > 1:
+        follow_job.apply_async((job_id, polls_left - 1), countdown=services.FOLLOW_EVERY)
+
+
 @app.task(name="deeprepo.jobs.sync", soft_time_limit=120, time_limit=150, ignore_result=True)
 def sync_jobs() -> dict[str, int]:
     from deeprepo_web.jobs import services

@@ -59,6 +59,9 @@ LOG_TAIL_BYTES = 32_000
 STALE_DISPATCH = timedelta(seconds=120)
 _LOCK_NAMESPACE = 7_301  # pg advisory locks: (namespace, job id)
 _SYNC_LOCK = (7_302, 0)
+# After submit, a queued job is polled this often for this many times (then beat takes over).
+FOLLOW_EVERY = 0.5
+FOLLOW_POLLS = 8
 
 # Cluster settings the web side uses itself (the rest go to the backend).
 OUR_SETTINGS = ("deeprepo_url", "workdir", "output_root")
@@ -505,9 +508,26 @@ def _submit(job: Job, backend: Backend, recovering: bool) -> str:
         with contextlib.suppress(BackendError):
             backend.cancel(external_id)
     job.refresh_from_db()
-    # Look once right away, so a job that starts at once shows running without waiting for beat.
+    # Look once right away, so a job that starts at once shows running without waiting for beat;
+    # if the cluster still queues it, look again briefly at a faster pace than beat's.
     _sync_one(job, backend)
+    job.refresh_from_db()
+    if job.status == JobStatus.QUEUED:
+        from workers.tasks import follow_job
+
+        follow_job.apply_async((job.pk, FOLLOW_POLLS), countdown=FOLLOW_EVERY)
     return how
+
+
+def job_follow(*, job_id: int) -> bool:
+    """One quick poll of a freshly queued job; True while it is still queued."""
+    job = Job.objects.filter(pk=job_id).select_related("cluster", "project", "run").first()
+    if job is None or job.status != JobStatus.QUEUED or not job.external_id:
+        return False
+    with backend_for_cluster(job.cluster) as backend:
+        _sync_one(job, backend)
+    job.refresh_from_db()
+    return job.status == JobStatus.QUEUED
 
 
 def _dispatch_failed(job: Job, e: BackendError) -> str:

@@ -55,7 +55,8 @@ def _redis_ok(url: str) -> bool:
         return False
 
 
-def start_worker(db_name: str, secret_key: str, concurrency: int = 4) -> Worker:
+def start_worker(db_name: str, secret_key: str, concurrency: int = 4, sync_seconds: float = 1.0,
+                 extra_env: dict[str, str] | None = None) -> Worker:
     url = f"redis://127.0.0.1:6379/{redis_db_number()}"
     if not _redis_ok(url):
         if os.environ.get("DEEPREPO_REQUIRE_CLUSTERS") == "1":
@@ -73,11 +74,12 @@ def start_worker(db_name: str, secret_key: str, concurrency: int = 4) -> Worker:
         "SECRET_KEY": secret_key,
         "DEEPREPO_CONN_MAX_AGE": "0",
         "DEEPREPO_DATA_DIR": str(root / "data"),
-        "DEEPREPO_JOB_SYNC_SECONDS": "1",
+        "DEEPREPO_JOB_SYNC_SECONDS": str(sync_seconds),
         "DEEPREPO_JOB_DISPATCH_ATTEMPTS": "3",
         "DEEPREPO_JOB_RETRY_SECONDS": "0.5",
         "DJANGO_SETTINGS_MODULE": "deeprepo_web.settings",
     }
+    env.update(extra_env or {})
     env.pop("CELERY_TASK_ALWAYS_EAGER", None)
     log = root / "worker.log"
     with open(log, "ab") as out:

@@ -47,5 +47,6 @@ class Command(BaseCommand):
             project=project, template=template, cluster=cluster, user=user, name="demo GRPO (make run)",
             params={"steps": options["steps"], "step_sleep": options["step_sleep"]},
         )
+        run_id = job.run.public_id if job.run else "?"
         self.stdout.write(f"demo job:  {url}/p/{project.slug}/jobs/{job.public_id}/  "
-                          f"(run {url}/p/{project.slug}/runs/{job.run.public_id}/)")
+                          f"(run {url}/p/{project.slug}/runs/{run_id}/)")
