@@ -35,9 +35,12 @@ def setup_django(url: str, secret_key: str) -> None:
     os.environ["DATABASE_URL"] = url
     os.environ["SECRET_KEY"] = secret_key
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
+    import logging
+
     import django
 
     django.setup()
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
 
 
 def seed(work: Path, slurm_conf: str | None) -> dict[str, Any]:
