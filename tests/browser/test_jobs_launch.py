@@ -82,4 +82,5 @@ def test_launch_demo_grpo_watch_it_succeed_then_cancel_another(
     assert "succeeded" in rows and "cancelled" in rows
     page.screenshot(path=f"{screenshot_dir}/jobs-list.png", full_page=True)
     assert other != job_id
-    assert page.watched.errors == []
+    # The only console line allowed: Chromium reporting the deliberate 422 of the bad form.
+    assert [e for e in page.watched.errors if "status of 422" not in e] == []
