@@ -373,11 +373,14 @@ def job_launch(
 def job_cancel(*, job: Job, user: Any = None) -> Job:
     who = getattr(user, "username", "") or "system"
     now = timezone.now()
-    if Job.objects.filter(pk=job.pk, status=JobStatus.PENDING).update(status=JobStatus.CANCELLED, finished_at=now):
-        # Never reached the cluster: dispatch will find it cancelled and do nothing.
-        _event(job, JobStatus.PENDING, JobStatus.CANCELLED, f"cancelled by {who} before it was submitted")
-        _finalize(job.pk)
-    else:
+    with transaction.atomic():
+        cancelled = Job.objects.filter(pk=job.pk, status=JobStatus.PENDING).update(
+            status=JobStatus.CANCELLED, finished_at=now)
+        if cancelled:
+            # Never reached the cluster: dispatch will find it cancelled and do nothing.
+            _event(job, JobStatus.PENDING, JobStatus.CANCELLED, f"cancelled by {who} before it was submitted")
+            _finalize(job.pk)
+    if not cancelled:
         for status in (JobStatus.SUBMITTING, JobStatus.QUEUED, JobStatus.RUNNING):
             if Job.objects.filter(pk=job.pk, status=status).update(status=JobStatus.CANCELLING):
                 _event(job, status, JobStatus.CANCELLING, f"cancel requested by {who}")
@@ -487,10 +490,11 @@ def _submit(job: Job, backend: Backend, recovering: bool) -> str:
         if external_id:
             how = f"found on the cluster as {external_id} (adopted, not submitted again)"
         elif job.status == JobStatus.CANCELLING:
-            Job.objects.filter(pk=job.pk, status=JobStatus.CANCELLING).update(
-                status=JobStatus.CANCELLED, finished_at=timezone.now())
-            _event(job, JobStatus.CANCELLING, JobStatus.CANCELLED, "cancelled before it reached the cluster")
-            _finalize(job.pk)
+            with transaction.atomic():
+                if Job.objects.filter(pk=job.pk, status=JobStatus.CANCELLING).update(
+                        status=JobStatus.CANCELLED, finished_at=timezone.now()):
+                    _event(job, JobStatus.CANCELLING, JobStatus.CANCELLED, "cancelled before it reached the cluster")
+                    _finalize(job.pk)
             return "cancelled before submit"
         else:
             external_id = backend.submit(_spec(job, _job_key(job)))
@@ -544,10 +548,13 @@ def _dispatch_failed(job: Job, e: BackendError) -> str:
     reason = e.message if e.permanent else f"gave up after {job.attempts} attempts: {e.message}"
     for status in (JobStatus.SUBMITTING, JobStatus.CANCELLING):
         final = JobStatus.FAILED if status == JobStatus.SUBMITTING else JobStatus.CANCELLED
-        if Job.objects.filter(pk=job.pk, status=status).update(status=final, error=reason,
-                                                               finished_at=timezone.now()):
-            _event(job, status, final, reason)
-            _finalize(job.pk)
+        with transaction.atomic():
+            moved = Job.objects.filter(pk=job.pk, status=status).update(status=final, error=reason,
+                                                                        finished_at=timezone.now())
+            if moved:
+                _event(job, status, final, reason)
+                _finalize(job.pk)
+        if moved:
             break
     return f"failed: {reason}"
 
@@ -647,26 +654,30 @@ def _sync_one(job: Job, backend: Backend) -> bool:
         if new in (JobStatus.FAILED, JobStatus.LOST):
             updates["error"] = status.reason or new
         updates["started_at"] = Coalesce(F("started_at"), F("submitted_at"))
-    if not Job.objects.filter(pk=job.pk, status=old).update(**updates):
-        return False  # someone else moved it first (a cancel, another sync); they recorded it
     reason = status.reason or str(status.state)
     if new == JobStatus.CANCELLED and old != JobStatus.CANCELLING:
         reason = f"cancelled outside deeprepo ({reason})"
     if status.exit_code is not None and new in FINAL_JOB_STATUSES and "exit" not in reason:
         reason += f" (exit code {status.exit_code})"
-    _event(job, old, new, reason)
-    if job.run_id and new == JobStatus.RUNNING:
-        # The program's own client may already have said "running" (or more); never step back.
-        Run.objects.filter(pk=job.run_id, status=RunStatus.QUEUED).update(
-            status=RunStatus.RUNNING, started_at=Coalesce(F("started_at"), now))
-    if new in FINAL_JOB_STATUSES:
-        _finalize(job.pk)
+    # The transition, its event and the run's mirror land together or not at all.
+    with transaction.atomic():
+        if not Job.objects.filter(pk=job.pk, status=old).update(**updates):
+            return False  # someone else moved it first (a cancel, another sync); they recorded it
+        _event(job, old, new, reason)
+        if job.run_id and new == JobStatus.RUNNING:
+            # The program's own client may already have said "running" (or more); never step back.
+            Run.objects.filter(pk=job.run_id, status=RunStatus.QUEUED).update(
+                status=RunStatus.RUNNING, started_at=Coalesce(F("started_at"), now))
+        if new in FINAL_JOB_STATUSES:
+            _finalize(job.pk)
+    if new == JobStatus.SUCCEEDED and job.template is not None and job.template.import_outputs:
+        _import_outputs(Job.objects.select_related("run", "template", "project", "cluster").get(pk=job.pk))
     return True
 
 
 def _finalize(job_id: int) -> None:
-    """After a final state: revoke the job's key, mirror the run, import eval outputs."""
-    job = Job.objects.select_related("run", "template", "project").get(pk=job_id)
+    """After a final state (inside its transaction): revoke the job's key, mirror the run."""
+    job = Job.objects.get(pk=job_id)
     if job.api_key_id:
         api_key_revoke(key=ApiKey(pk=job.api_key_id))
     if job.run_id and job.status in _JOB_TO_RUN:
@@ -674,8 +685,6 @@ def _finalize(job_id: int) -> None:
         Run.objects.filter(pk=job.run_id).exclude(status=_JOB_TO_RUN[job.status]).update(
             status=_JOB_TO_RUN[job.status], finished_at=Coalesce(F("finished_at"), now),
             started_at=Coalesce(F("started_at"), now))
-    if job.template is not None and job.template.import_outputs and job.status == JobStatus.SUCCEEDED:
-        _import_outputs(job)
 
 
 def _import_outputs(job: Job) -> None:

@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-from tests.jobs.worker import celery_worker  # noqa: F401  (fixture)
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
@@ -37,7 +35,7 @@ def _launch_demo(page: Any, base: str, steps: int, sleep: float) -> str:
 
 
 def test_launch_demo_grpo_watch_it_succeed_then_cancel_another(
-    browser_page: Any, live_server: Any, team: Any, celery_worker: Any, screenshot_dir: str,  # noqa: F811
+    browser_page: Any, live_server: Any, team: Any, celery_worker: Any, screenshot_dir: str,
     tmp_path: Path,
 ) -> None:
     from deeprepo_web.jobs.services import cluster_save

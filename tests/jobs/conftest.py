@@ -13,7 +13,7 @@ import pytest
 
 from tests.backends.helpers import PROBE, PYTHON, shared_dir
 from tests.infra.fixtures import ray_head, slurm_cluster, sshd_server  # noqa: F401  (fixtures)
-from tests.jobs.worker import REPO, Worker, celery_worker  # noqa: F401  (fixture)
+from tests.jobs.worker import REPO, Worker
 
 
 @pytest.fixture
@@ -122,7 +122,7 @@ def _stop_leftovers(cluster: Any) -> None:
 
 
 @pytest.fixture
-def launch(team: Any, celery_worker: Worker) -> Callable[..., Any]:  # noqa: F811
+def launch(team: Any, celery_worker: Worker) -> Callable[..., Any]:
     """job_launch as the editor, committed, so the real worker picks it up."""
     from deeprepo_web.jobs.services import job_launch
 

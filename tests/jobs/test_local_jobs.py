@@ -127,3 +127,24 @@ def test_demo_grpo_logs_rewards_into_the_jobs_run(
     assert series is not None and series.count == 6, job.log_tail[-2000:]
     job.run.refresh_from_db()
     assert job.run.status == "finished"
+
+
+def test_eval_outputs_folder_is_recorded_and_handed_to_the_importer(
+    team: Any, local_cluster: Any, launch: Any, work: Path
+) -> None:
+    from deeprepo_web.jobs.services import template_save
+
+    template = template_save(
+        project=team.project, slug="fake-eval", name="Fake eval", kind="eval", import_outputs=True,
+        command_template="mkdir -p {output_dir} && echo '{{}}' > {output_dir}/results.jsonl && echo {tag}",
+        params_schema=[{"name": "tag", "type": "str", "default": "$(touch pwned)"}],
+    )
+    job = launch(template, local_cluster, {})
+    assert job.output_dir == str(work / "outputs" / job.public_id)
+    job = wait_job(job, "succeeded", timeout=30)
+    assert (Path(job.output_dir) / "results.jsonl").exists()
+    assert "$(touch pwned)" in job.log_tail
+    assert not (Path(local_cluster.settings["workdir"]) / "pwned").exists()
+    notes = [e.reason for e in job.events.all() if e.from_status == e.to_status == "succeeded"]
+    assert len(notes) == 1 and job.output_dir in notes[0]
+    assert job.run.kind == "eval"

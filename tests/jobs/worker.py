@@ -117,9 +117,10 @@ def point_app_at(url: str) -> None:
 
     app.conf.broker_url = url
     app.conf.broker_transport_options = {"visibility_timeout": 600}
-    if app._pool is not None:  # a pool made for the old URL: drop it, the next use makes a new one
-        app._pool.force_close_all()
-        app._pool = None
+    # Pools made for the old URL (an earlier test may have enqueued): drop them, the next use
+    # builds new ones on this URL.
+    app._pool = None
+    app.amqp._producer_pool = None
 
 
 @pytest.fixture(scope="session")
