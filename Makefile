@@ -5,7 +5,7 @@ UV ?= uv
 # Tests and checks talk to the machine's Postgres unless DATABASE_URL says otherwise.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
-.PHONY: run test lint typecheck pytest bench bench-pages sync vendor
+.PHONY: run test lint typecheck pytest bench bench-pages bench-jobs sync vendor
 
 sync:
 	@command -v $(UV) >/dev/null || pip install uv
@@ -30,6 +30,9 @@ bench: sync
 
 bench-pages: sync
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(UV) run python bench/pages.py $(BENCH_ARGS)
+
+bench-jobs: sync
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(UV) run python bench/jobs.py
 
 vendor:
 	scripts/vendor.sh

@@ -2,7 +2,8 @@
 
 An embedded Postgres (pgserver, data under .data/pg) when DATABASE_URL is unset; migrations; a demo
 login, project and API key; a Celery worker and beat (filesystem broker unless CELERY_BROKER_URL is
-set); the web app on 127.0.0.1:8000; and a demo GRPO training job to watch.
+set); the web app on 127.0.0.1:8000; and the demo GRPO template launched as a real job on the
+project's local cluster, to watch.
 """
 
 from __future__ import annotations
@@ -56,13 +57,14 @@ def main() -> int:
         pg = _start_embedded_postgres(data_dir)
         os.environ["DATABASE_URL"] = pg.get_uri()
     py = sys.executable
+    # Local jobs (the demo among them) run `python`: make it this interpreter, with its packages.
+    os.environ["PATH"] = f"{Path(py).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     manage = [py, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], check=True, cwd=ROOT)
     boot = subprocess.run(
         [*manage, "bootstrap_demo", "--url", site], check=True, cwd=ROOT, capture_output=True, text=True
     )
     print(boot.stdout, end="", flush=True)
-    api_key = boot.stdout.strip().splitlines()[-1].split()[-1]
 
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []
 
@@ -70,14 +72,16 @@ def main() -> int:
         procs.append((name, subprocess.Popen(argv, cwd=ROOT, env=env or os.environ.copy())))
 
     celery = [py, "-m", "celery", "-A", "workers.celery"]
-    spawn("worker", [*celery, "worker", "-l", "info", "-c", "2", "-n", "deeprepo@%h"])
-    spawn("beat", [*celery, "beat", "-l", "info", "-s", str(data_dir / "celerybeat-schedule")])
+    # Warnings only: beat fires sync_jobs every 2 s, and every job transition is on its page anyway.
+    spawn("worker", [*celery, "worker", "-l", "warning", "-c", "4", "-n", "deeprepo@%h"])
+    spawn("beat", [*celery, "beat", "-l", "warning", "-s", str(data_dir / "celerybeat-schedule")])
     spawn("web", [py, "-m", "gunicorn", "deeprepo_web.wsgi", "-b", f"{host}:{port}", "-w", "2",
                   "--threads", "4", "--access-logfile", "-", "--timeout", "120"])
     if _wait_http(f"{site}/login/"):
         _say(f"web app on {site}/  (log in with the demo login above)")
-        demo = subprocess.run([*manage, "launch_demo", "--api-key", api_key, "--url", site], cwd=ROOT,
-                              capture_output=True, text=True)
+        # A real job on the local cluster: dispatched by the worker, followed by beat, with a log
+        # tail, a run and a cancel button on its page.
+        demo = subprocess.run([*manage, "launch_demo", "--url", site], cwd=ROOT, capture_output=True, text=True)
         print(demo.stdout + demo.stderr, end="", flush=True)
     else:
         _say("the web app did not come up; see its log above")

@@ -132,6 +132,8 @@ DEEPREPO_ARTIFACT_UPLOAD_TIMEOUT = env_int("DEEPREPO_ARTIFACT_UPLOAD_TIMEOUT", 2
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = DATA_DIR / "broker"
+    for _sub in ("out", "processed"):
+        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)  # kombu does not create them
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "out"),
         "data_folder_out": str(_broker_dir / "out"),
@@ -145,9 +147,25 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_TIMEZONE = "UTC"
+if CELERY_BROKER_URL.startswith("redis"):
+    # A task whose worker died unacked comes back after this long (dispatch is safe to repeat).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("DEEPREPO_CELERY_VISIBILITY_TIMEOUT", 600)}
+# Jobs: follow every active job's state and log tail this often (seconds).
+DEEPREPO_JOB_SYNC_SECONDS = float(env_str("DEEPREPO_JOB_SYNC_SECONDS", "2"))
 CELERY_BEAT_SCHEDULE = {
+    "sync-jobs": {
+        "task": "deeprepo.jobs.sync",
+        "schedule": DEEPREPO_JOB_SYNC_SECONDS,
+        # A sync that could not start in time is superseded by the next one.
+        "options": {"expires": max(1.0, DEEPREPO_JOB_SYNC_SECONDS * 2)},
+    },
     "artifacts-cleanup": {"task": "deeprepo.artifacts_cleanup", "schedule": 15 * 60.0},
 }
+# Dispatch retries of transient cluster errors: attempts in all, and the first backoff (doubles).
+DEEPREPO_JOB_DISPATCH_ATTEMPTS = env_int("DEEPREPO_JOB_DISPATCH_ATTEMPTS", 5)
+DEEPREPO_JOB_RETRY_SECONDS = float(env_str("DEEPREPO_JOB_RETRY_SECONDS", "2"))
+# Cluster SSH keys and tokens are encrypted with this Fernet key (default: derived from SECRET_KEY).
+DEEPREPO_ENCRYPTION_KEY = env_str("DEEPREPO_ENCRYPTION_KEY", "")
 
 LOGGING = {
     "version": 1,

@@ -9,6 +9,10 @@ from typing import Any
 
 import pytest
 
+# Session fixtures shared by several folders must be defined once, here (a fixture imported into
+# two conftests is two fixtures, and would start two of everything).
+from tests.jobs.worker import celery_worker  # noqa: F401,E402  (real Celery worker on Redis)
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -24,4 +24,5 @@ urlpatterns = [
     path("", include("deeprepo_web.front.trajectory_urls")),
     path("", include("deeprepo_web.artifacts.urls")),
     path("", include("deeprepo_web.importers.urls")),
+    path("", include("deeprepo_web.jobs.urls")),
 ]

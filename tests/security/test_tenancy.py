@@ -16,6 +16,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from deeprepo_web.artifacts.services import artifact_store_file
 from deeprepo_web.importers.models import ImportJob
+from deeprepo_web.jobs.models import JobTemplate
+from deeprepo_web.jobs.services import builtin_templates_ensure, cluster_save, job_launch
 from deeprepo_web.runs.models import BlobRef, Example, Rollout, Run, ToolCall
 from deeprepo_web.runs.services import rollouts_ingest, run_create
 from deeprepo_web.sharing.services import share_create
@@ -65,6 +67,12 @@ def world(team: Any, tmp_path: Any) -> dict[str, str]:
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(2048)).decode()
     image["turns"][0]["content"] = f"see ![plot](data:image/png;base64,{png})"
     rollouts_ingest(run=run, rollouts=[image])
+    builtin_templates_ensure()
+    cluster = cluster_save(project=team.project, name="here", kind="local",
+                           settings_in={"state_dir": str(tmp_path / "jobs"), "workdir": str(tmp_path)})
+    template = JobTemplate.objects.get(slug="demo-grpo", project__isnull=True)
+    # Never dispatched: the test transaction never commits, so the on-commit enqueue never fires.
+    job = job_launch(project=team.project, template=template, cluster=cluster, params={}, user=team.owner)
     upload = ImportJob.objects.create(project=team.project, user=team.owner, source_name="x.jsonl", path="/nope")
     return {
         "slug": team.project.slug,
@@ -81,6 +89,10 @@ def world(team: Any, tmp_path: Any) -> dict[str, str]:
         "sha": BlobRef.objects.filter(run=run).values_list("sha", flat=True)[0],
         "artifact_id": str(artifact.pk),
         "import_id": str(upload.pk),
+        "job_id": job.public_id,
+        "template_slug": template.slug,
+        "template_id": str(template.pk),
+        "cluster_id": str(cluster.pk),
         "link_id": str(link.pk),
         "token": "not-a-token",  # share pages are public by design (tested in tests/compare)
     }

@@ -173,6 +173,13 @@ class Backend(ABC):
     def logs(self, external_id: str, tail_bytes: int = 64_000) -> str:
         """The last `tail_bytes` of the job's combined stdout/stderr ('' if none yet)."""
 
+    def find(self, spec: JobSpec) -> str | None:
+        """The external id of a job already submitted for `spec.job_id`, or None.
+
+        Dispatch calls this before submitting again after an interrupted attempt (a worker
+        killed mid-submit), so a job is adopted rather than started twice."""
+        return None
+
     @abstractmethod
     def test_connection(self) -> str:
         """A one-line description of the cluster, or BackendError."""

@@ -114,6 +114,15 @@ class LocalBackend(Backend):
         (job_dir / "meta.json").write_text(json.dumps(meta))
         return external_id
 
+    def find(self, spec: JobSpec) -> str | None:
+        # submit() names each job directory "<job_id>-<random>" before it starts the process.
+        try:
+            found = sorted(self.state_dir.glob(f"{check_token(spec.job_id, 'job_id')}-*"),
+                           key=lambda p: p.stat().st_mtime)
+        except OSError:
+            return None
+        return found[-1].name if found else None
+
     def _meta(self, external_id: str) -> dict[str, object] | None:
         try:
             data = json.loads((self._job_dir(external_id) / "meta.json").read_text())

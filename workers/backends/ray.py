@@ -108,6 +108,15 @@ class RayBackend(Backend):
             return sid
         raise self._error("Ray refused the job", r)
 
+    def find(self, spec: JobSpec) -> str | None:
+        sid = self.submission_id(spec)
+        r = self._request("GET", f"/api/jobs/{sid}")
+        if r.status_code == 404:
+            return None
+        if not r.is_success:
+            raise self._error("cannot look the job up", r)
+        return sid
+
     def state(self, external_id: str) -> JobStatus:
         sid = check_token(external_id, "Ray submission id")
         r = self._request("GET", f"/api/jobs/{sid}")

@@ -182,6 +182,15 @@ class SlurmBackend(Backend):
             raise BackendError(f"sbatch answered {r.stdout.strip()!r}, not a job id", permanent=False)
         return job_id
 
+    def find(self, spec: JobSpec) -> str | None:
+        # Job names are unique per deeprepo job; --states=all includes jobs that already ended
+        # (while the controller remembers them, MinJobAge).
+        r = self._run("squeue", "-h", "--states=all", f"--name={spec.name}", "-o", "%i")
+        if not r.ok:
+            raise self._fail("squeue failed", r)
+        ids = [line.strip() for line in r.stdout.splitlines() if _JOB_ID.fullmatch(line.strip())]
+        return ids[-1] if ids else None
+
     # -- state -----------------------------------------------------------------------------
     def state(self, external_id: str) -> JobStatus:
         jid = self._check_id(external_id)

@@ -1,32 +1,52 @@
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.contrib.auth.models import User
+from django.core.management.base import BaseCommand, CommandError
+
+from deeprepo_web.accounts.models import Project
+from deeprepo_web.jobs.models import Cluster, JobTemplate
+from deeprepo_web.jobs.services import builtin_templates_ensure, cluster_save, job_launch
+
+LOCAL_CLUSTER = "this machine"
 
 
 class Command(BaseCommand):
-    help = "Start the demo GRPO training job in the background, logging into the demo project."
+    help = ("Launch the Demo GRPO template as a real job on the project's local cluster (created "
+            "once: this machine, the repository as workdir). The Celery worker dispatches it.")
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--api-key", required=True)
-        parser.add_argument("--url", default=settings.SITE_URL)
+        parser.add_argument("--url", default=settings.SITE_URL, help="how the job reaches this server")
+        parser.add_argument("--project", default="demo")
+        parser.add_argument("--username", default="demo")
         parser.add_argument("--steps", type=int, default=40)
+        parser.add_argument("--step-sleep", type=float, default=3.0,
+                            help="seconds between steps: 40 x 3 s lets a newcomer watch the curves rise")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        logs = Path(settings.DATA_DIR) / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "DEEPREPO_URL": options["url"], "DEEPREPO_API_KEY": options["api_key"],
-               "DEEPREPO_PROJECT": "demo"}
-        log = open(logs / "demo_grpo.log", "ab")  # noqa: SIM115 - the child owns it
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "workers.demo_grpo", "--steps", str(options["steps"])],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            cwd=Path(settings.BASE_DIR),
+        project = Project.objects.filter(slug=options["project"]).first()
+        if project is None:
+            raise CommandError(f"no project {options['project']!r}; run bootstrap_demo first")
+        user = User.objects.filter(username=options["username"]).first()
+        url = options["url"].rstrip("/")
+        cluster = Cluster.objects.filter(project=project, name=LOCAL_CLUSTER).first()
+        wanted = {
+            "state_dir": str(Path(settings.DATA_DIR) / "local-jobs"),
+            "workdir": str(Path(settings.BASE_DIR)),
+            "deeprepo_url": url,
+        }
+        if cluster is None or any(cluster.settings.get(k) != v for k, v in wanted.items()):
+            cluster = cluster_save(project=project, cluster=cluster, name=LOCAL_CLUSTER, kind="local",
+                                   settings_in={**(cluster.settings if cluster else {}), **wanted})
+        builtin_templates_ensure()
+        template = JobTemplate.objects.get(project__isnull=True, slug="demo-grpo")
+        job = job_launch(
+            project=project, template=template, cluster=cluster, user=user, name="demo GRPO (make run)",
+            params={"steps": options["steps"], "step_sleep": options["step_sleep"]},
         )
-        self.stdout.write(f"demo GRPO job started (pid {proc.pid}); log: {logs / 'demo_grpo.log'}")
+        run_id = job.run.public_id if job.run else "?"
+        self.stdout.write(f"demo job:  {url}/p/{project.slug}/jobs/{job.public_id}/  "
+                          f"(run {url}/p/{project.slug}/runs/{run_id}/)")

@@ -1,0 +1,182 @@
+"""Forms built from a template's parameter schema, and the cluster form. Validation of record
+stays in services (the forms only give typed fields, bounds and all errors at once)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django import forms
+
+from deeprepo_web.jobs.models import Cluster, JobTemplate
+from deeprepo_web.jobs.params import validate_schema
+from deeprepo_web.jobs.services import KIND_SECRETS, KIND_SETTINGS, OUR_SETTINGS, RESOURCE_FIELDS
+
+PARAM_PREFIX = "param_"
+RES_PREFIX = "res_"
+
+SETTING_HELP = {
+    "state_dir": "where job records, logs and exit codes are kept (relative paths: under $HOME)",
+    "kill_grace_s": "seconds between SIGTERM and SIGKILL on cancel",
+    "host": "SSH login node; leave empty to run sbatch on the worker's own machine",
+    "port": "SSH port (22)",
+    "user": "SSH user on the login node",
+    "known_hosts": "the login node's host key lines (ssh-keyscan -p PORT HOST); required for SSH",
+    "slurm_conf": "SLURM_CONF to export (leave empty for the default)",
+    "bin_dir": "directory holding sbatch, squeue … when they are not on PATH",
+    "command_timeout": "seconds before a Slurm command counts as hung (30)",
+    "connect_timeout": "seconds to open the SSH connection (10)",
+    "address": "Ray dashboard URL, e.g. http://head:8265",
+    "timeout": "seconds per Ray API call (15)",
+    "submit_timeout": "seconds for a submission (60)",
+    "deeprepo_url": "how jobs reach this server (default: SITE_URL)",
+    "workdir": "directory jobs start in",
+    "output_root": "where job outputs go (eval results); one folder per job",
+    "private_key": "OpenSSH private key (ed25519, ecdsa or rsa)",
+    "passphrase": "passphrase of the private key, if any",
+    "token": "bearer token for a proxy in front of the Ray head",
+}
+
+
+class SecretTextarea(forms.Textarea):
+    """A textarea that never renders a value back, not even the one just posted."""
+
+    def format_value(self, value: Any) -> None:
+        return None
+
+
+def _param_field(p: dict[str, Any]) -> forms.Field:
+    common: dict[str, Any] = {"label": p["label"], "help_text": p.get("help", ""), "required": False}
+    if "default" in p:
+        common["initial"] = p["default"]
+    kind = p["type"]
+    if kind == "int":
+        return forms.IntegerField(min_value=p.get("min"), max_value=p.get("max"), **common)
+    if kind == "float":
+        return forms.FloatField(min_value=p.get("min"), max_value=p.get("max"), **common)
+    if kind == "bool":
+        return forms.BooleanField(**common)
+    if kind == "choice":
+        return forms.ChoiceField(choices=[(c, c) for c in p["choices"]], **common)
+    widget = forms.Textarea(attrs={"rows": 4}) if kind == "text" else forms.TextInput()
+    return forms.CharField(max_length=p.get("max_length"), strip=False, widget=widget, **common)
+
+
+class LaunchForm(forms.Form):
+    job_name = forms.CharField(label="run name", max_length=200, required=False,
+                               help_text="default: the template name and the time")
+    cluster = forms.ChoiceField(label="cluster")
+
+    def __init__(self, *args: Any, template: JobTemplate, clusters: list[Cluster], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.template = template
+        self.schema = validate_schema(template.params_schema)
+        cluster_field: Any = self.fields["cluster"]
+        cluster_field.choices = [(str(c.pk), f"{c.name} ({c.kind})") for c in clusters]
+        for p in self.schema:
+            field = _param_field(p)
+            if p["required"]:
+                field.required = True
+            self.fields[PARAM_PREFIX + p["name"]] = field
+        self.fields[RES_PREFIX + "partition"] = forms.CharField(required=False, label="partition (Slurm)")
+        self.fields[RES_PREFIX + "gpus"] = forms.IntegerField(required=False, min_value=0, max_value=64,
+                                                              label="GPUs")
+        self.fields[RES_PREFIX + "cpus"] = forms.IntegerField(required=False, min_value=1, max_value=4096,
+                                                              label="CPUs")
+        self.fields[RES_PREFIX + "mem"] = forms.CharField(required=False, label="memory (Slurm)",
+                                                          help_text="4096 (MB), 512M or 16G")
+        self.fields[RES_PREFIX + "time_limit"] = forms.CharField(required=False, label="time limit (Slurm)",
+                                                                 help_text="minutes, HH:MM:SS or D-HH:MM:SS")
+        self.fields[RES_PREFIX + "account"] = forms.CharField(required=False, label="account (Slurm)")
+        self.fields[RES_PREFIX + "ray_resources"] = forms.CharField(
+            required=False, label="Ray resources", help_text="name=amount, comma separated (accelerator_type:A100=1)")
+
+    def param_fields(self) -> list[forms.BoundField]:
+        return [self[PARAM_PREFIX + p["name"]] for p in self.schema]
+
+    def resource_fields(self) -> list[forms.BoundField]:
+        return [self[RES_PREFIX + name] for name in RESOURCE_FIELDS]
+
+    def clean_res_ray_resources(self) -> dict[str, float]:
+        raw = str(self.cleaned_data.get("res_ray_resources") or "").strip()
+        out: dict[str, float] = {}
+        for item in filter(None, (s.strip() for s in raw.split(","))):
+            m = re.fullmatch(r"([^=\s]+)\s*=\s*([0-9.]+)", item)
+            if not m:
+                raise forms.ValidationError(f"{item[:40]!r} is not name=amount")
+            out[m.group(1)] = float(m.group(2))
+        return out
+
+    def params(self) -> dict[str, Any]:
+        return {p["name"]: self.cleaned_data.get(PARAM_PREFIX + p["name"]) for p in self.schema}
+
+    def resources(self) -> dict[str, Any]:
+        return {name: self.cleaned_data.get(RES_PREFIX + name) for name in RESOURCE_FIELDS}
+
+    def add_service_error(self, field: str, message: str) -> None:
+        for name in (PARAM_PREFIX + field, RES_PREFIX + field, field):
+            if name in self.fields:
+                self.add_error(name, message)
+                return
+        self.add_error(None, f"{field}: {message}")
+
+
+class ClusterForm(forms.Form):
+    name = forms.CharField(max_length=100)
+
+    def __init__(self, *args: Any, kind: str, cluster: Cluster | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.kind = kind
+        stored = cluster.stored_secret_names() if cluster else []
+        self.stored = stored
+        for key in (*KIND_SETTINGS[kind], *OUR_SETTINGS):
+            plain: forms.Widget = forms.Textarea(attrs={"rows": 3}) if key == "known_hosts" else forms.TextInput()
+            self.fields[key] = forms.CharField(required=False, widget=plain, help_text=SETTING_HELP.get(key, ""),
+                                               label=key.replace("_", " "))
+        for key in KIND_SECRETS[kind]:
+            widget: forms.Widget = (SecretTextarea(attrs={"rows": 4, "autocomplete": "off", "spellcheck": "false"})
+                                    if key == "private_key" else forms.PasswordInput(render_value=False))
+            label = key.replace("_", " ") + (" (stored; type to replace)" if key in stored else "")
+            self.fields[key] = forms.CharField(required=False, widget=widget, label=label, strip=False,
+                                               help_text=SETTING_HELP.get(key, ""))
+        if cluster is not None and not self.is_bound:
+            self.initial = {"name": cluster.name, **{k: self._show(v) for k, v in cluster.settings.items()}}
+
+    @staticmethod
+    def _show(value: Any) -> str:
+        return value if isinstance(value, str) else json.dumps(value)
+
+    def settings_in(self) -> dict[str, Any]:
+        return {k: self.cleaned_data.get(k) for k in (*KIND_SETTINGS[self.kind], *OUR_SETTINGS)}
+
+    def secrets_in(self) -> dict[str, str | None]:
+        return {k: self.cleaned_data.get(k) or None for k in KIND_SECRETS[self.kind]}
+
+    def secret_fields(self) -> list[forms.BoundField]:
+        return [self[k] for k in KIND_SECRETS[self.kind]]
+
+    def setting_fields(self) -> list[forms.BoundField]:
+        return [self[k] for k in (*KIND_SETTINGS[self.kind], *OUR_SETTINGS)]
+
+
+class TemplateForm(forms.Form):
+    slug = forms.SlugField(max_length=64)
+    name = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(choices=[("train", "train"), ("eval", "eval")])
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    command_template = forms.CharField(widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+                                       help_text="{name} placeholders become one shell-quoted word each; "
+                                                 "{output_dir}, {job_id}, {run_id} are filled by the launcher")
+    params_schema = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 10, "spellcheck": "false"}), initial="[]",
+        help_text='JSON list: [{"name": "steps", "type": "int", "default": 10, "min": 1, "max": 100}, …]; '
+                  "types int, float, str, text, choice (with choices), bool (optional flag)")
+    import_outputs = forms.BooleanField(required=False, label="import the output folder into the run at the end")
+
+    def clean_params_schema(self) -> Any:
+        raw = self.cleaned_data["params_schema"]
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise forms.ValidationError(f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from e

@@ -1,0 +1,84 @@
+"""Launch Demo GRPO from the form on the local cluster, watch it run and its run get rewards,
+then cancel a second job from its page. Real worker, Redis, Chromium, live server."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _reward_points(job_id: str) -> int:
+    from deeprepo_web.jobs.models import Job
+    from deeprepo_web.runs.models import MetricSeries
+
+    job = Job.objects.get(public_id=job_id)
+    series = MetricSeries.objects.filter(run_id=job.run_id, key="reward").first()
+    return series.count if series else 0
+
+
+def _launch_demo(page: Any, base: str, steps: int, sleep: float) -> str:
+    page.goto(f"{base}/p/demo/jobs/")
+    page.click("text=Demo GRPO")
+    page.wait_for_url(f"{base}/p/demo/jobs/new/demo-grpo/")
+    page.select_option("select[name=cluster]", label="this machine (local)")
+    page.fill("input[name=param_steps]", str(steps))
+    page.fill("input[name=param_step_sleep]", str(sleep))
+    page.check("input[name=param_no_evals]")
+    page.click("button:has-text('Launch')")
+    page.wait_for_url(f"{base}/p/demo/jobs/*/")
+    return page.url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def test_launch_demo_grpo_watch_it_succeed_then_cancel_another(
+    browser_page: Any, live_server: Any, team: Any, celery_worker: Any, screenshot_dir: str,
+    tmp_path: Path,
+) -> None:
+    from deeprepo_web.jobs.services import cluster_save
+
+    cluster_save(project=team.project, name="this machine", kind="local", settings_in={
+        "state_dir": str(tmp_path / "local-jobs"), "workdir": str(Path(__file__).resolve().parents[2]),
+        "deeprepo_url": live_server.url, "kill_grace_s": 2,
+    })
+    page = browser_page(team.editor)
+    base = live_server.url
+
+    # A form error first: out of bounds, named next to its field, nothing launched.
+    page.goto(f"{base}/p/demo/jobs/new/demo-grpo/")
+    page.fill("input[name=param_steps]", "0")
+    page.click("button:has-text('Launch')")
+    assert "greater than or equal to 1" in page.inner_text("[data-field=param_steps]")
+
+    job_id = _launch_demo(page, base, steps=12, sleep=0.6)
+    page.wait_for_selector("#job-status:has-text('running')", timeout=30_000)
+    first = 0
+    deadline = time.monotonic() + 30
+    while (first := _reward_points(job_id)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert first >= 2
+    page.screenshot(path=f"{screenshot_dir}/job-running.png", full_page=True)
+    page.wait_for_selector("#job-status:has-text('succeeded')", timeout=60_000)
+    assert _reward_points(job_id) == 12 > first  # the curve grew while we watched
+    assert "step  11" in page.inner_text("#job-log")
+    assert page.locator("#job-live[hx-trigger]").count() == 0  # polling stopped
+    page.click("text=Open run →")
+    page.wait_for_url(f"{base}/p/demo/runs/*/")
+    assert "finished" in page.inner_text("h1")
+
+    other = _launch_demo(page, base, steps=200, sleep=2)
+    page.wait_for_selector("#job-status:has-text('running')", timeout=30_000)
+    page.click("button:has-text('Cancel job')")
+    page.wait_for_selector("#job-status:has-text('cancelled')", timeout=30_000)
+    page.screenshot(path=f"{screenshot_dir}/job-cancelled.png", full_page=True)
+    assert "cancel requested by editor" in page.inner_text("table.events")
+    page.goto(f"{base}/p/demo/jobs/")
+    rows = page.inner_text("table.jobs")
+    assert "succeeded" in rows and "cancelled" in rows
+    page.screenshot(path=f"{screenshot_dir}/jobs-list.png", full_page=True)
+    assert other != job_id
+    # The only console line allowed: Chromium reporting the deliberate 422 of the bad form.
+    assert [e for e in page.watched.errors if "status of 422" not in e] == []
