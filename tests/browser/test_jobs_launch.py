@@ -67,7 +67,7 @@ def test_launch_demo_grpo_watch_it_succeed_then_cancel_another(
     assert page.locator("#job-live[hx-trigger]").count() == 0  # polling stopped
     page.click("text=Open run →")
     page.wait_for_url(f"{base}/p/demo/runs/*/")
-    assert "finished" in page.inner_text("h1")
+    assert "finished" in page.inner_text("#run-status")
 
     other = _launch_demo(page, base, steps=200, sleep=2)
     page.wait_for_selector("#job-status:has-text('running')", timeout=30_000)
