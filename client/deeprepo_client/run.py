@@ -284,7 +284,9 @@ def init(
     transport = Transport(url, api_key) if mode == "online" and api_key else None
     if transport is not None:
         if run_id:
-            spool.append("update", {"status": "running"})
+            # A launched job's run exists already: fill in what the program knows about itself.
+            known = {"model": model, "environment": environment, "method": method}
+            spool.append("update", {"status": "running", **{k: v for k, v in known.items() if v}})
         else:
             # Create now so run.id is known at once; if the server is away the sender creates it later.
             for attempt in range(3):

@@ -74,11 +74,12 @@ def test_run_id_from_the_environment_logs_into_that_run(live_server, team, tmp_p
     monkeypatch.setenv("DEEPREPO_RUN_ID", run_id)
     monkeypatch.setenv("DEEPREPO_URL", live_server.url)
     monkeypatch.setenv("DEEPREPO_API_KEY", team.key)
-    run = deeprepo_client.init(spool_dir=tmp_path, flush_interval=0.05)
+    run = deeprepo_client.init(spool_dir=tmp_path, flush_interval=0.05, model="qwen3-8b", environment="audit")
     run.log({"reward": 0.5}, step=3)
     assert run.finish()
     stored = Run.objects.get(public_id=run_id)
     assert stored.status == "finished" and stored.started_at is not None
+    assert (stored.model, stored.environment, stored.name) == ("qwen3-8b", "audit", "from-a-job")
     assert stored.series.get(key="reward").last_step == 3
 
 
