@@ -47,11 +47,12 @@ def can_write(user: Any, project: Project) -> bool:
     return membership is not None and membership.allows(Role.EDITOR)
 
 
-def run_for_user(user: Any, run_id: str, *, write: bool = False) -> Run:
+def run_for_user(user: Any, run_id: str, *, write: bool = False, slug: str | None = None) -> Run:
+    """The run if the user may read (or write) it; with `slug`, it must also be of that project."""
     from deeprepo_web.runs.models import Run
 
     run = Run.objects.select_related("project").filter(public_id=run_id).first()
-    if run is None:
+    if run is None or (slug is not None and run.project.slug != slug):
         raise Http404("no such run")
     project_for_user(user, run.project.slug, role=Role.EDITOR if write else Role.VIEWER)
     return run

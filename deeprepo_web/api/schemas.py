@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Required
+from typing import Annotated, Any, Literal, Required
 
 from ninja import Schema
 from pydantic import ConfigDict, Field, TypeAdapter
 from typing_extensions import TypedDict
+
+# Postgres integer columns: out-of-range numbers are a 422 naming the field, not a database error.
+Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+Count = Annotated[int, Field(ge=0, le=2**63 - 1)]
 
 
 class RunIn(Schema):
@@ -23,7 +28,7 @@ class RunIn(Schema):
     external_id: str = Field(default="", max_length=200)
     source: str = Field(default="sdk", max_length=32)
     parent_run_id: str | None = None
-    checkpoint_step: int | None = None
+    checkpoint_step: Int32 | None = None
     project: str | None = None  # checked against the key's project when given
 
 
@@ -71,7 +76,7 @@ class IngestOut(Schema):
 # no per-row object churn on 1,000-point batches.
 class MetricPointIn(TypedDict, total=False):
     __pydantic_config__ = ConfigDict(extra="ignore")  # type: ignore[misc]
-    step: Required[int]
+    step: Required[Int64]
     time: float | None
     values: Required[dict[str, float | None]]
 
@@ -85,8 +90,8 @@ class _ToolCallIn(TypedDict, total=False):
     is_error: bool
     duration: float | None
     model: str | None
-    input_tokens: int | None
-    output_tokens: int | None
+    input_tokens: Count | None
+    output_tokens: Count | None
     cost: float | None
     sub_calls: list[_ToolCallIn]
 
@@ -96,8 +101,8 @@ class _TurnIn(TypedDict, total=False):
     role: Required[str]
     content: str | None
     reasoning: str | None
-    input_tokens: int | None
-    output_tokens: int | None
+    input_tokens: Count | None
+    output_tokens: Count | None
     latency: float | None
     model: str | None
     tool_calls: list[_ToolCallIn]
@@ -111,14 +116,14 @@ class RolloutIn(TypedDict, total=False):
     prompt: Any
     oracle: str | None
     example_info: dict[str, Any]
-    step: int | None
-    sample_index: int | None
+    step: Int32 | None
+    sample_index: Int32 | None
     reward: float | None
     reward_components: dict[str, float | None]
     advantage: float | None
-    num_turns: int | None
-    input_tokens: int | None
-    output_tokens: int | None
+    num_turns: Int32 | None
+    input_tokens: Count | None
+    output_tokens: Count | None
     cost: float | None
     is_truncated: bool
     stop_condition: str | None

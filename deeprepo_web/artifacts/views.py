@@ -22,24 +22,18 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from deeprepo_web import storage
 from deeprepo_web.accounts import access
 from deeprepo_web.artifacts import services
-from deeprepo_web.runs.models import Artifact, BlobRef, Run
+from deeprepo_web.runs.models import Artifact, BlobRef
 
 PER_PAGE = 100
 # A blob is served as data, never as a page: no scripts, no plugins, not even same-origin.
 _BLOB_CSP = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox"
 
 
-def _run(request: HttpRequest, slug: str, run_id: str, *, write: bool = False) -> Run:
-    run = access.run_for_user(request.user, run_id, write=write)
-    if run.project.slug != slug:
-        raise Http404("no such run")
-    return run
-
 
 @login_required
 @require_GET
 def artifact_list(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
-    run = _run(request, slug, run_id)
+    run = access.run_for_user(request.user, run_id, slug=slug)
     kind = request.GET.get("kind", "")
     rows = Artifact.objects.filter(run=run)
     # One small GROUP BY on the run's own rows: the kind chips and the totals line.
@@ -65,7 +59,7 @@ def artifact_list(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 @require_GET
 def artifact_download(request: HttpRequest, slug: str, run_id: str, artifact_id: int) -> HttpResponse:
     """The URL is made at click time, so a page left open never holds a live download link."""
-    run = _run(request, slug, run_id)
+    run = access.run_for_user(request.user, run_id, slug=slug)
     artifact = Artifact.objects.filter(run=run, pk=artifact_id).first()
     if artifact is None:
         raise Http404("no such artifact")
@@ -79,7 +73,7 @@ def artifact_download(request: HttpRequest, slug: str, run_id: str, artifact_id:
 @login_required
 @require_POST
 def artifact_delete(request: HttpRequest, slug: str, run_id: str, artifact_id: int) -> HttpResponse:
-    run = _run(request, slug, run_id, write=True)  # viewers get 404
+    run = access.run_for_user(request.user, run_id, slug=slug, write=True)  # viewers get 404
     artifact = Artifact.objects.filter(run=run, pk=artifact_id).first()
     if artifact is None:
         raise Http404("no such artifact")

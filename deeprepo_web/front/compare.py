@@ -18,7 +18,7 @@ from deeprepo_web.runs import checkpoints as ckpt
 from deeprepo_web.runs import comparison as cmp
 from deeprepo_web.runs import diffs, selectors
 from deeprepo_web.runs.comparison_export import comparison_csv, comparison_markdown
-from deeprepo_web.runs.models import ModelPrice, Rollout, Run
+from deeprepo_web.runs.models import ModelPrice, Rollout
 
 PALETTE = ["#3b5bdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#c92a2a", "#1098ad", "#f59f00", "#5f3dc4", "#495057",
            "#d6336c"]
@@ -160,17 +160,11 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
 # ---------------------------------------------------------------- checkpoints
 
 
-def _run_in(request: HttpRequest, slug: str, run_id: str, *, write: bool = False) -> Run:
-    run = access.run_for_user(request.user, run_id, write=write)
-    if run.project.slug != slug:
-        raise Http404("no such run")
-    return run
-
 
 @require_safe
 @login_required
 def checkpoints(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
-    run = _run_in(request, slug, run_id)
+    run = access.run_for_user(request.user, run_id, slug=slug)
     try:
         threshold = _float(request.GET.get("pass"), "pass", 1.0)
         prog = ckpt.progression(run=run, threshold=threshold, a=request.GET.get("a"), b=request.GET.get("b"))
@@ -196,7 +190,7 @@ def checkpoints(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 @require_safe
 @login_required
 def patch_view(request: HttpRequest, slug: str, run_id: str, rollout_id: int) -> HttpResponse:
-    run = _run_in(request, slug, run_id)
+    run = access.run_for_user(request.user, run_id, slug=slug)
     rollout = Rollout.objects.select_related("example").filter(run=run, pk=rollout_id).first()
     if rollout is None:
         raise Http404("no such rollout")

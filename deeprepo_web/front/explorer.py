@@ -130,17 +130,11 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "explorer/runs.html", context)
 
 
-def _run(request: HttpRequest, slug: str, run_id: str) -> Run:
-    run = access.run_for_user(request.user, run_id)
-    if run.project.slug != slug:
-        raise Http404("no such run")
-    return run
-
 
 @require_safe
 @login_required
 def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
-    run = _run(request, slug, run_id)
+    run = access.run_for_user(request.user, run_id, slug=slug)
     series = list(
         MetricSeries.objects.filter(run=run).order_by("key").values("key", "count", "last_value")[:2000]
     )
@@ -177,7 +171,7 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 @login_required
 def run_status(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     """The live header partial; 286 tells htmx to stop polling once the run is final."""
-    run = _run(request, slug, run_id)
+    run = access.run_for_user(request.user, run_id, slug=slug)
     final = run.status in FINAL_RUN_STATUSES
     response = render(request, "explorer/run.html#status", {"project": run.project, "run": run, "final": final})
     if final:
@@ -188,5 +182,5 @@ def run_status(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 @require_safe
 @login_required
 def run_health(request: HttpRequest, slug: str, run_id: str) -> JsonResponse:
-    run = _run(request, slug, run_id)
+    run = access.run_for_user(request.user, run_id, slug=slug)
     return JsonResponse(selectors.grpo_health(run=run).as_dict())

@@ -18,19 +18,13 @@ from django.views.decorators.http import require_safe
 from deeprepo_web.accounts import access
 from deeprepo_web.front import richtext
 from deeprepo_web.runs import selectors
-from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
+from deeprepo_web.runs.models import Example, Rollout, ToolCall, Turn
 from deeprepo_web.storage import blob_get
 
 PER_PAGE = 50
 GROUPS_PER_PAGE = 20
 SORTS = {"reward", "-reward", "turns", "-turns", "tokens", "-tokens"}
 
-
-def _run(request: HttpRequest, slug: str, run_id: str) -> Run:
-    run = access.run_for_user(request.user, run_id)
-    if run.project.slug != slug:
-        raise Http404("no such run")
-    return run
 
 
 def _rollout(request: HttpRequest, slug: str, run_id: str, rollout_id: int) -> Rollout:
@@ -112,7 +106,7 @@ def _partial(request: HttpRequest, name: str) -> bool:
 @require_safe
 @login_required
 def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
-    run = _run(request, slug, run_id)
+    run = access.run_for_user(request.user, run_id, slug=slug)
     filt, errors = parse_rollout_filter(request.GET)
     sort = request.GET.get("sort", "")
     if sort not in SORTS:
@@ -144,7 +138,7 @@ def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 @require_safe
 @login_required
 def groups(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
-    run = _run(request, slug, run_id)
+    run = access.run_for_user(request.user, run_id, slug=slug)
     steps = selectors.rollout_steps(run=run)
     raw = request.GET.get("step", "").strip()
     step: int | None

@@ -94,3 +94,12 @@ def test_metric_batch_with_bad_key_writes_nothing(api):
     res = api.post(f"/runs/{run_id}/metrics", [{"step": 0, "values": {"ok": 1}}, {"step": 1, "values": {"": 2}}])
     assert res.status_code == 422 and "metric key" in res.json()["error"]
     assert Metric.objects.count() == 0
+
+
+def test_numbers_outside_the_columns_are_422_not_500(api):
+    run_id = _run(api)
+    res = api.post(f"/runs/{run_id}/rollouts", [rollout("a", input_tokens=2**70)])
+    assert res.status_code == 422 and res.json()["error"].startswith("rollouts[0].input_tokens:")
+    res = api.post(f"/runs/{run_id}/metrics", [{"step": 2**64, "values": {"a": 1}}])
+    assert res.status_code == 422 and res.json()["error"].startswith("points[0].step:")
+    assert api.post("/runs", {"name": "x", "checkpoint_step": 2**40}).status_code == 422
