@@ -7,14 +7,15 @@ the login rate limit) and an API key for the writers. First the single-user p95 
 
 - readers cycle over explorer, run page, series endpoint, rollouts list, trajectory, groups and a
   compare of 2 runs (each reader starts at a different page; `--think` seconds between requests);
-- writers each own a run and alternate metric batches (20 steps x 10 keys) and rollout batches
-  (8 rollouts of 3 turns) through the API with the key, as a trainer does.
+- writers each own a run (in a project of their own) and alternate metric batches (20 steps x 10
+  keys) and rollout batches (8 rollouts of 3 turns) through the API with a key, one batch every
+  `--write-interval` seconds, as a trainer does.
 
 Reported: requests/s (reads, writes), p95 per page under load, errors (must be 0), and the p95
 ratio under load vs single-user (target <= 2x). Every loop is bounded by the deadline and a
 request cap; the server is stopped at the end. Last line: one JSON object.
 
-    python bench/load.py [--rollouts 100000] [--seconds 300] [--readers 20] [--writers 4] [--reuse]
+    python bench/load.py [--rollouts 100000] [--seconds 300] [--readers 20] [--writers 4] [--think 1] [--write-interval 0.5] [--reuse]
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def reader(site: str, cookies: httpx.Cookies, pages: dict[str, str], offset: int
                 time.sleep(random.uniform(0.5, 1.5) * think)
 
 
-def writer(site: str, key: str, index: int, deadline: float, tally: Tally) -> None:
+def writer(site: str, key: str, index: int, deadline: float, interval: float, tally: Tally) -> None:
     headers = {"Authorization": f"Bearer {key}"}
     with httpx.Client(base_url=site, timeout=120, headers=headers) as client:
         res = client.post("/api/v1/runs", json={"name": f"load-writer-{index}", "environment": "load"})
@@ -184,6 +185,8 @@ def writer(site: str, key: str, index: int, deadline: float, tally: Tally) -> No
                 tally.add(name, ms)
             else:
                 tally.error(f"POST {name}: {detail}")
+            if interval:
+                time.sleep(max(0.0, interval - ms / 1000))
 
 
 def main() -> None:
@@ -194,6 +197,8 @@ def main() -> None:
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--think", type=float, default=1.0,
                         help="mean seconds a reader waits between pages (a person reading; 0 = closed loop)")
+    parser.add_argument("--write-interval", type=float, default=0.5,
+                        help="seconds between a writer's batches (a trainer logging each step; 0 = closed loop)")
     parser.add_argument("--requests", type=int, default=20, help="single-user requests per page")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
     parser.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker")
@@ -204,9 +209,10 @@ def main() -> None:
     url, seed_seconds = seed(args.rollouts, args.reuse)
     t = targets(url)
     pages = read_pages(t, second_run(url, t["run"]))
-    key = api_key(url, SLUG)
+    # Writers log into a project of their own, so the seeded project keeps its size for --reuse.
+    key = api_key(url, "load-writes")
     result: dict[str, Any] = {"rollouts": args.rollouts, "seconds": args.seconds, "readers": args.readers,
-                              "writers": args.writers, "think_s": args.think, "cpus": os.cpu_count(),
+                              "writers": args.writers, "think_s": args.think, "write_interval_s": args.write_interval, "cpus": os.cpu_count(),
                               "gunicorn": f"{args.workers}w x {args.threads}t"}
     if seed_seconds is not None:
         result["seed_seconds"] = round(seed_seconds, 1)
@@ -218,7 +224,7 @@ def main() -> None:
         deadline = time.monotonic() + args.seconds
         threads = [threading.Thread(target=reader, args=(site, client.cookies, pages, i, deadline, args.think, tally))
                    for i in range(args.readers)]
-        threads += [threading.Thread(target=writer, args=(site, key, i, deadline, tally)) for i in range(args.writers)]
+        threads += [threading.Thread(target=writer, args=(site, key, i, deadline, args.write_interval, tally)) for i in range(args.writers)]
         start = time.monotonic()
         for th in threads:
             th.start()
