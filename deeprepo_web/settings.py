@@ -164,6 +164,9 @@ CELERY_BEAT_SCHEDULE = {
 # Dispatch retries of transient cluster errors: attempts in all, and the first backoff (doubles).
 DEEPREPO_JOB_DISPATCH_ATTEMPTS = env_int("DEEPREPO_JOB_DISPATCH_ATTEMPTS", 5)
 DEEPREPO_JOB_RETRY_SECONDS = float(env_str("DEEPREPO_JOB_RETRY_SECONDS", "2"))
+# A pending / submitting / cancelling job untouched this long lost its task message (broker
+# restarted without persistence, publish failed while it was away): beat's sync sends it again.
+DEEPREPO_JOB_STALE_DISPATCH_SECONDS = float(env_str("DEEPREPO_JOB_STALE_DISPATCH_SECONDS", "120"))
 # Cluster SSH keys and tokens are encrypted with this Fernet key (default: derived from SECRET_KEY).
 DEEPREPO_ENCRYPTION_KEY = env_str("DEEPREPO_ENCRYPTION_KEY", "")
 
