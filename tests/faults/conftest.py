@@ -38,7 +38,8 @@ def start_own_worker(own_redis: RedisServer, transactional_db: Any) -> Iterator[
 
     def start(concurrency: int = 4, **env: str) -> Worker:
         worker = start_worker(str(settings.DATABASES["default"]["NAME"]), settings.SECRET_KEY,
-                              concurrency=concurrency, extra_env=env, broker_url=own_redis.url)
+                              concurrency=concurrency, extra_env=env, broker_url=own_redis.url,
+                              flush=False)  # a second worker must find what the first left unacked
         started.append(worker)
         return worker
 

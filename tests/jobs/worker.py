@@ -56,7 +56,8 @@ def _redis_ok(url: str) -> bool:
 
 
 def start_worker(db_name: str, secret_key: str, concurrency: int = 4, sync_seconds: float = 1.0,
-                 extra_env: dict[str, str] | None = None, broker_url: str | None = None) -> Worker:
+                 extra_env: dict[str, str] | None = None, broker_url: str | None = None,
+                 flush: bool = True) -> Worker:
     url = broker_url or f"redis://127.0.0.1:6379/{redis_db_number()}"
     if not _redis_ok(url):
         if os.environ.get("DEEPREPO_REQUIRE_CLUSTERS") == "1":
@@ -64,7 +65,8 @@ def start_worker(db_name: str, secret_key: str, concurrency: int = 4, sync_secon
         pytest.skip(f"Redis is not reachable at {url}")
     import redis
 
-    redis.Redis.from_url(url).flushdb()  # only our own database number
+    if flush:
+        redis.Redis.from_url(url).flushdb()  # only our own database number
     root = Path(tempfile.mkdtemp(prefix="deeprepo-worker-"))
     root.chmod(0o755)
     env = {
