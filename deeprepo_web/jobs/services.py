@@ -635,9 +635,16 @@ def jobs_sync(*, limit: int = 1000) -> dict[str, int]:
                     _note_sync_error(job, e)
                 continue
             try:
-                for job in group:
+                for i, job in enumerate(group):
                     counts["checked"] += 1
-                    counts["changed"] += int(_sync_one(job, backend))
+                    try:
+                        counts["changed"] += int(_sync_one(job, backend, raise_transient=True))
+                    except BackendError as e:
+                        # The cluster is unreachable (controller down, network): each further
+                        # poll would wait out the same timeout, so say so on the rest at once.
+                        for other in group[i:]:
+                            _note_sync_error(other, e)
+                        break
             finally:
                 backend.close()
     return counts
@@ -656,14 +663,19 @@ def _note_sync_error(job: Job, e: BackendError) -> None:
             Job.objects.filter(pk=job.pk).update(error=message, synced_at=now)
 
 
-def _sync_one(job: Job, backend: Backend) -> bool:
-    """Poll one job; apply the transition the cluster reports. True if the status changed."""
+def _sync_one(job: Job, backend: Backend, *, raise_transient: bool = False) -> bool:
+    """Poll one job; apply the transition the cluster reports. True if the status changed.
+
+    A cluster that does not answer changes nothing but the job's error line (and one event);
+    with raise_transient the caller gets that error instead, to spare the other jobs' polls."""
     if not job.external_id or job.status in FINAL_JOB_STATUSES:
         return False
     try:
         status = backend.state(job.external_id)
         tail = backend.logs(job.external_id, LOG_TAIL_BYTES)
     except BackendError as e:
+        if raise_transient and not e.permanent:
+            raise
         _note_sync_error(job, e)
         return False
     now = timezone.now()

@@ -34,10 +34,12 @@ class SlurmCluster:
     pids: list[int] = field(default_factory=list)
     ctld_pid: int = 0
 
-    def stop_controller(self) -> None:
-        """Stop slurmctld only (SIGKILL: a crashed controller); slurmd keeps running its jobs."""
+    def stop_controller(self, *, crash: bool = False) -> None:
+        """Stop slurmctld only; slurmd keeps running its jobs. SIGTERM saves the controller's
+        state first (an admin stop); crash=True is SIGKILL, which can lose allocations made in
+        the last seconds (Slurm then runs such a job again after the restart)."""
         if self.ctld_pid:
-            stop_pid(self.ctld_pid, sig=signal.SIGKILL)
+            stop_pid(self.ctld_pid, sig=signal.SIGKILL if crash else signal.SIGTERM)
             wait_gone(self.ctld_pid)
             self.pids.remove(self.ctld_pid)
             self.ctld_pid = 0
