@@ -223,8 +223,8 @@ class SlurmBackend(Backend):
             text = "; ".join(f"{e.get('source', 'squeue')}: {e.get('description') or e.get('error')}" for e in errors)
             if _INVALID_JOB.search(text):
                 return None
-            raise BackendError(f"squeue failed on {self.runner.describe()}: {text} "
-                               "(is slurmctld up?)", permanent=False)
+            raise BackendError(f"squeue on {self.runner.describe()} got no answer from the Slurm controller: "
+                               f"{text}", permanent=False)
         jobs = data.get("jobs", [])
         # squeue --json ignores --jobs for unknown ids and lists everything: filter ourselves.
         for job in jobs:
