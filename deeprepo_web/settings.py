@@ -149,7 +149,15 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_TIMEZONE = "UTC"
 if CELERY_BROKER_URL.startswith("redis"):
     # A task whose worker died unacked comes back after this long (dispatch is safe to repeat).
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("DEEPREPO_CELERY_VISIBILITY_TIMEOUT", 600)}
+    _visibility = env_int("DEEPREPO_CELERY_VISIBILITY_TIMEOUT", 600)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": _visibility,
+        # kombu looks for such tasks only every interval x throttle seconds (10 x 10 by default),
+        # so a running worker would leave a dead peer's task waiting up to ~100 s past the
+        # timeout: sweep on every tick instead, at a tenth of the timeout (one cheap ZRANGE each).
+        "unacked_restore_interval": max(1, min(10, _visibility // 10)),
+        "unacked_restore_throttle": 1,
+    }
 # Jobs: follow every active job's state and log tail this often (seconds).
 DEEPREPO_JOB_SYNC_SECONDS = float(env_str("DEEPREPO_JOB_SYNC_SECONDS", "2"))
 CELERY_BEAT_SCHEDULE = {
@@ -164,6 +172,9 @@ CELERY_BEAT_SCHEDULE = {
 # Dispatch retries of transient cluster errors: attempts in all, and the first backoff (doubles).
 DEEPREPO_JOB_DISPATCH_ATTEMPTS = env_int("DEEPREPO_JOB_DISPATCH_ATTEMPTS", 5)
 DEEPREPO_JOB_RETRY_SECONDS = float(env_str("DEEPREPO_JOB_RETRY_SECONDS", "2"))
+# A pending / submitting / cancelling job untouched this long lost its task message (broker
+# restarted without persistence, publish failed while it was away): beat's sync sends it again.
+DEEPREPO_JOB_STALE_DISPATCH_SECONDS = float(env_str("DEEPREPO_JOB_STALE_DISPATCH_SECONDS", "120"))
 # Cluster SSH keys and tokens are encrypted with this Fernet key (default: derived from SECRET_KEY).
 DEEPREPO_ENCRYPTION_KEY = env_str("DEEPREPO_ENCRYPTION_KEY", "")
 

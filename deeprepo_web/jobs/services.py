@@ -12,6 +12,7 @@ was killed mid-submit knows the previous attempt is gone, looks the job up on th
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import inspect
 import logging
@@ -55,8 +56,8 @@ from workers.backends import Backend, BackendError, JobSpec, JobState, Resources
 log = logging.getLogger(__name__)
 
 LOG_TAIL_BYTES = 32_000
-# A PENDING or SUBMITTING job untouched this long lost its dispatch message; sync re-sends it.
-STALE_DISPATCH = timedelta(seconds=120)
+# Prefix of Job.error while the cluster cannot be reached (cleared when it answers again).
+FOLLOW_ERROR = "cannot follow the job"
 _LOCK_NAMESPACE = 7_301  # pg advisory locks: (namespace, job id)
 _SYNC_LOCK = (7_302, 0)
 # After submit, a queued job is polled this often for this many times (then beat takes over).
@@ -364,10 +365,34 @@ def job_launch(
     job.save()
     who = getattr(user, "username", "") or "system"
     _event(job, "", JobStatus.PENDING, f"launched by {who} on {cluster.name} ({cluster.kind})")
-    from workers.tasks import dispatch_job
-
-    dispatch_job.delay_on_commit(job.id)  # type: ignore[attr-defined]
+    transaction.on_commit(functools.partial(_enqueue, "dispatch", job.pk))
     return job
+
+
+def _stale_after() -> timedelta:
+    return timedelta(seconds=float(settings.DEEPREPO_JOB_STALE_DISPATCH_SECONDS))
+
+
+def _enqueue(what: str, job_id: int, *, note: bool = True) -> bool:
+    """Send dispatch_job / cancel_job. The broker may be away (Redis restarting): then the
+    row is already committed, so say so on the job and let beat's sync send it again once
+    the job is stale, instead of failing the user's request after the fact."""
+    from workers import tasks
+
+    task = tasks.dispatch_job if what == "dispatch" else tasks.cancel_job
+    try:
+        task.delay(job_id)
+    except Exception as e:  # noqa: BLE001 - kombu/redis raise many types; all mean "not queued"
+        log.warning("could not queue %s of job %s: %s", what, job_id, e)
+        if not note:
+            return False
+        status = Job.objects.filter(pk=job_id).values_list("status", flat=True).first() or ""
+        _event(job_id, status, status,
+               f"the task queue is unreachable ({e.__class__.__name__}: {str(e)[:200]}); the {what} will be "
+               f"sent again within {_stale_after().total_seconds() + settings.DEEPREPO_JOB_SYNC_SECONDS:.0f}s "
+               "of the queue coming back")
+        return False
+    return True
 
 
 def job_cancel(*, job: Job, user: Any = None) -> Job:
@@ -384,9 +409,7 @@ def job_cancel(*, job: Job, user: Any = None) -> Job:
         for status in (JobStatus.SUBMITTING, JobStatus.QUEUED, JobStatus.RUNNING):
             if Job.objects.filter(pk=job.pk, status=status).update(status=JobStatus.CANCELLING):
                 _event(job, status, JobStatus.CANCELLING, f"cancel requested by {who}")
-                from workers.tasks import cancel_job
-
-                cancel_job.delay_on_commit(job.pk)  # type: ignore[attr-defined]
+                transaction.on_commit(functools.partial(_enqueue, "cancel", job.pk))
                 break
         else:
             job.refresh_from_db()
@@ -519,7 +542,10 @@ def _submit(job: Job, backend: Backend, recovering: bool) -> str:
     if job.status == JobStatus.QUEUED:
         from workers.tasks import follow_job
 
-        follow_job.apply_async((job.pk, FOLLOW_POLLS), countdown=FOLLOW_EVERY)
+        try:
+            follow_job.apply_async((job.pk, FOLLOW_POLLS), countdown=FOLLOW_EVERY)
+        except Exception as e:  # noqa: BLE001 - broker away: beat's sync follows the job anyway
+            log.warning("could not queue follow_job for job %s: %s", job.pk, e)
     return how
 
 
@@ -580,16 +606,19 @@ def jobs_sync(*, limit: int = 1000) -> dict[str, int]:
     with _advisory_lock(_SYNC_LOCK) as held:
         if not held:
             return counts
-        stale = timezone.now() - STALE_DISPATCH
-        from workers.tasks import dispatch_job
-
-        for job_id in Job.objects.filter(
-            Q(status__in=[JobStatus.PENDING, JobStatus.SUBMITTING])
-            | Q(status=JobStatus.CANCELLING, external_id=""),
+        stale = timezone.now() - _stale_after()
+        # Jobs whose task message was lost (broker restarted, publish failed): send it again.
+        # A duplicate is harmless: dispatch moves a job by conditional updates under a per-job lock.
+        for job_id, status, external_id in Job.objects.filter(
+            Q(status__in=[JobStatus.PENDING, JobStatus.SUBMITTING]) | Q(status=JobStatus.CANCELLING),
             updated_at__lt=stale,
-        ).values_list("pk", flat=True)[:100]:
+        ).values_list("pk", "status", "external_id")[:100]:
+            what = "cancel" if status == JobStatus.CANCELLING and external_id else "dispatch"
+            if not _enqueue(what, job_id, note=False):
+                break  # the broker is away; the next pass tries again
             Job.objects.filter(pk=job_id).update(updated_at=timezone.now())
-            dispatch_job.delay(job_id)
+            _event(job_id, status, status, f"{what} sent again: nothing happened for "
+                   f"{_stale_after().total_seconds():.0f}s (its task message was lost)")
             counts["redispatched"] += 1
         jobs = list(
             Job.objects.filter(status__in=ACTIVE_JOB_STATUSES).exclude(external_id="")
@@ -606,28 +635,47 @@ def jobs_sync(*, limit: int = 1000) -> dict[str, int]:
                     _note_sync_error(job, e)
                 continue
             try:
-                for job in group:
+                for i, job in enumerate(group):
                     counts["checked"] += 1
-                    counts["changed"] += int(_sync_one(job, backend))
+                    try:
+                        counts["changed"] += int(_sync_one(job, backend, raise_transient=True))
+                    except BackendError as e:
+                        # The cluster is unreachable (controller down, network): each further
+                        # poll would wait out the same timeout, so say so on the rest at once.
+                        for other in group[i:]:
+                            _note_sync_error(other, e)
+                        break
             finally:
                 backend.close()
     return counts
 
 
 def _note_sync_error(job: Job, e: BackendError) -> None:
-    message = f"cannot follow the job: {e.message}" + ("" if e.permanent else " (will keep trying)")
-    Job.objects.filter(pk=job.pk).exclude(error=message).update(error=message)
-    Job.objects.filter(pk=job.pk).update(synced_at=timezone.now())
+    """The cluster did not answer: keep the last known status, say so on the job (once per outage)."""
+    message = f"{FOLLOW_ERROR}: {e.message}" + ("" if e.permanent else " (will keep trying)")
+    now = timezone.now()
+    with transaction.atomic():
+        if Job.objects.filter(pk=job.pk).exclude(error__startswith=FOLLOW_ERROR).update(
+                error=message, synced_at=now):
+            _event(job, job.status, job.status,
+                   f"cluster unreachable, the status shown is the last one it reported: {e.message}")
+        else:
+            Job.objects.filter(pk=job.pk).update(error=message, synced_at=now)
 
 
-def _sync_one(job: Job, backend: Backend) -> bool:
-    """Poll one job; apply the transition the cluster reports. True if the status changed."""
+def _sync_one(job: Job, backend: Backend, *, raise_transient: bool = False) -> bool:
+    """Poll one job; apply the transition the cluster reports. True if the status changed.
+
+    A cluster that does not answer changes nothing but the job's error line (and one event);
+    with raise_transient the caller gets that error instead, to spare the other jobs' polls."""
     if not job.external_id or job.status in FINAL_JOB_STATUSES:
         return False
     try:
         status = backend.state(job.external_id)
         tail = backend.logs(job.external_id, LOG_TAIL_BYTES)
     except BackendError as e:
+        if raise_transient and not e.permanent:
+            raise
         _note_sync_error(job, e)
         return False
     now = timezone.now()
@@ -635,8 +683,9 @@ def _sync_one(job: Job, backend: Backend) -> bool:
     updates: dict[str, Any] = {"synced_at": now}
     if tail and tail != job.log_tail:
         updates["log_tail"] = tail
-    if job.error.startswith("cannot follow the job"):
-        updates["error"] = ""
+    if job.error.startswith(FOLLOW_ERROR) and Job.objects.filter(
+            pk=job.pk, error__startswith=FOLLOW_ERROR).update(error=""):
+        _event(job, job.status, job.status, f"cluster reachable again; it reports the job {status.state}")
     new = _STATE_TO_JOB.get(status.state)
     old = job.status
     if new is None or new == old or (old == JobStatus.CANCELLING and not status.state.is_terminal):

@@ -13,6 +13,7 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -31,6 +32,33 @@ class SlurmCluster:
     conf: Path
     munge_socket: Path
     pids: list[int] = field(default_factory=list)
+    ctld_pid: int = 0
+
+    def stop_controller(self, *, crash: bool = False) -> None:
+        """Stop slurmctld only; slurmd keeps running its jobs. SIGTERM saves the controller's
+        state first (an admin stop); crash=True is SIGKILL, which can lose allocations made in
+        the last seconds (Slurm then runs such a job again after the restart)."""
+        if self.ctld_pid:
+            stop_pid(self.ctld_pid, sig=signal.SIGKILL if crash else signal.SIGTERM)
+            wait_gone(self.ctld_pid)
+            self.pids.remove(self.ctld_pid)
+            self.ctld_pid = 0
+
+    def start_controller(self, timeout: float = 30.0) -> None:
+        """Start slurmctld again on the same port and state directory; wait until it answers."""
+        if self.ctld_pid:
+            return
+        ctld = _spawn([require_binary("slurmctld"), "-D", "-i", "-f", str(self.conf)], self.env(),
+                      self.root / "slurmctld.out")
+        self.ctld_pid = ctld.pid
+        self.pids.insert(1, ctld.pid)  # stop() goes in reverse: slurmd, slurmctld, munged
+
+        def answers() -> bool:
+            if ctld.poll() is not None:
+                raise RuntimeError(f"slurmctld exited on restart; see {self.root}/slurmctld.log")
+            return self.run("sinfo", "-h", "-o", "%T", timeout=5).returncode == 0
+
+        wait_until(answers, timeout, "slurmctld back", interval=0.2)
 
     def env(self) -> dict[str, str]:
         """Environment for running Slurm client commands against this cluster."""
@@ -169,6 +197,7 @@ def start_slurm(timeout: float = 30.0) -> SlurmCluster:
         env = cluster.env()
         ctld = _spawn([slurmctld, "-D", "-i", "-f", str(cluster.conf)], env, root / "slurmctld.out")
         cluster.pids.append(ctld.pid)
+        cluster.ctld_pid = ctld.pid
         node = _spawn([slurmd, "-D", "-N", "localhost", "-f", str(cluster.conf)], env, root / "slurmd.out")
         cluster.pids.append(node.pid)
 

@@ -145,6 +145,8 @@ def test_eval_outputs_folder_is_recorded_and_handed_to_the_importer(
     assert (Path(job.output_dir) / "results.jsonl").exists()
     assert "$(touch pwned)" in job.log_tail
     assert not (Path(local_cluster.settings["workdir"]) / "pwned").exists()
-    notes = [e.reason for e in job.events.all() if e.from_status == e.to_status == "succeeded"]
+    # The import note is written just after the transition commits (the import runs outside it).
+    notes = wait_for(lambda: [e.reason for e in job.events.all() if e.from_status == e.to_status == "succeeded"],
+                     what="the import note")
     assert len(notes) == 1 and job.output_dir in notes[0]
     assert job.run.kind == "eval"

@@ -56,15 +56,17 @@ def _redis_ok(url: str) -> bool:
 
 
 def start_worker(db_name: str, secret_key: str, concurrency: int = 4, sync_seconds: float = 1.0,
-                 extra_env: dict[str, str] | None = None) -> Worker:
-    url = f"redis://127.0.0.1:6379/{redis_db_number()}"
+                 extra_env: dict[str, str] | None = None, broker_url: str | None = None,
+                 flush: bool = True) -> Worker:
+    url = broker_url or f"redis://127.0.0.1:6379/{redis_db_number()}"
     if not _redis_ok(url):
         if os.environ.get("DEEPREPO_REQUIRE_CLUSTERS") == "1":
-            pytest.fail("Redis is not reachable on 127.0.0.1:6379")
-        pytest.skip("Redis is not reachable on 127.0.0.1:6379")
+            pytest.fail(f"Redis is not reachable at {url}")
+        pytest.skip(f"Redis is not reachable at {url}")
     import redis
 
-    redis.Redis.from_url(url).flushdb()  # only our own database number
+    if flush:
+        redis.Redis.from_url(url).flushdb()  # only our own database number
     root = Path(tempfile.mkdtemp(prefix="deeprepo-worker-"))
     root.chmod(0o755)
     env = {

@@ -212,10 +212,20 @@ class SlurmBackend(Backend):
                 return None
             raise self._fail("squeue failed", r)
         try:
-            jobs = json.loads(r.stdout).get("jobs", [])
+            data = json.loads(r.stdout)
         except ValueError:
             # Older/newer Slurm without the JSON plugin: plain format works everywhere.
             return self._from_squeue_text(jid)
+        # A controller that is down makes `squeue --json` exit 0 with an empty list and an
+        # "errors" entry: that is no news about the job, never "not in the queue".
+        errors = [e for e in data.get("errors") or [] if isinstance(e, dict)]
+        if errors:
+            text = "; ".join(f"{e.get('source', 'squeue')}: {e.get('description') or e.get('error')}" for e in errors)
+            if _INVALID_JOB.search(text):
+                return None
+            raise BackendError(f"squeue on {self.runner.describe()} got no answer from the Slurm controller: "
+                               f"{text}", permanent=False)
+        jobs = data.get("jobs", [])
         # squeue --json ignores --jobs for unknown ids and lists everything: filter ourselves.
         for job in jobs:
             if str(job.get("job_id")) == jid:
