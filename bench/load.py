@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -130,20 +131,25 @@ def reader(site: str, cookies: httpx.Cookies, pages: dict[str, str], offset: int
             if time.monotonic() >= deadline:
                 return
             name = names[(offset + i) % len(names)]
-            start = time.perf_counter()
-            try:
-                res = client.get(pages[name])
-                ok = res.status_code == 200
-                detail = f"HTTP {res.status_code}"
-            except httpx.HTTPError as exc:
-                ok, detail = False, f"{type(exc).__name__}: {exc}"
-            ms = (time.perf_counter() - start) * 1000
-            if ok:
-                tally.add(name, ms)
-            else:
-                tally.error(f"GET {name}: {detail}")
+            _timed(tally, f"GET {name}", name, partial(client.get, pages[name]))
             if think:
                 time.sleep(random.uniform(0.5, 1.5) * think)
+
+
+def _timed(tally: Tally, what: str, name: str, send: Any) -> float:
+    """Send one request; a 200 counts its time under `name`, anything else is an error. Returns ms."""
+    start = time.perf_counter()
+    try:
+        res = send()
+        ok, detail = res.status_code == 200, f"HTTP {res.status_code}: {res.text[:200]}"
+    except httpx.HTTPError as exc:
+        ok, detail = False, f"{type(exc).__name__}: {exc}"
+    ms = (time.perf_counter() - start) * 1000
+    if ok:
+        tally.add(name, ms)
+    else:
+        tally.error(f"{what}: {detail}")
+    return ms
 
 
 def writer(site: str, key: str, index: int, deadline: float, interval: float, tally: Tally) -> None:
@@ -174,17 +180,7 @@ def writer(site: str, key: str, index: int, deadline: float, interval: float, ta
                                    {"role": "assistant", "content": "SQL injection in db.py."}]}
                         for j in range(8)]
                 name, path = "write_rollouts", f"/api/v1/runs/{run}/rollouts"
-            start = time.perf_counter()
-            try:
-                res = client.post(path, json=body)
-                ok, detail = res.status_code == 200, f"HTTP {res.status_code}: {res.text[:200]}"
-            except httpx.HTTPError as exc:
-                ok, detail = False, f"{type(exc).__name__}: {exc}"
-            ms = (time.perf_counter() - start) * 1000
-            if ok:
-                tally.add(name, ms)
-            else:
-                tally.error(f"POST {name}: {detail}")
+            ms = _timed(tally, f"POST {name}", name, partial(client.post, path, json=body))
             if interval:
                 time.sleep(max(0.0, interval - ms / 1000))
 

@@ -139,8 +139,20 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
             rows = loaded.get("metrics") if isinstance(loaded, dict) else loaded
             yield from batch_points(ref, _points(rows if isinstance(rows, list) else [], str(mr)))
 
+    seen: set[str] = set()  # results.jsonl and rollouts_raw.json often hold the same page
+
+    def once(row: Any, where: str, lineno: int | None, what: str) -> Iterator[RolloutRecord | Problem]:
+        """The row as a rollout, unless an earlier file already gave it; a bad row is a Problem."""
+        try:
+            r = _rollout(row, run_id)
+        except Exception as e:
+            yield Problem(where, lineno, f"{what}: {type(e).__name__}: {e}")
+            return
+        if r["uid"] not in seen:
+            seen.add(r["uid"])
+            yield r
+
     def rollouts() -> Iterator[RolloutRecord | Problem]:
-        seen: set[str] = set()  # results.jsonl and rollouts_raw.json often hold the same page
         res = folder / "results.jsonl"
         if res.exists():
             for item in iter_jsonl(res, partial_ok=partial_ok):
@@ -151,14 +163,7 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
                 if not isinstance(row, dict):
                     yield Problem(str(res), lineno, "expected an object")
                     continue
-                try:
-                    r = _rollout(row, run_id)
-                except Exception as e:
-                    yield Problem(str(res), lineno, f"unreadable row: {type(e).__name__}: {e}")
-                    continue
-                if r["uid"] not in seen:
-                    seen.add(r["uid"])
-                    yield r
+                yield from once(row, str(res), lineno, "unreadable row")
         raw = folder / "rollouts_raw.json"
         if raw.exists():
             loaded, problem = load_json(raw)
@@ -167,14 +172,7 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
                 return
             samples = loaded.get("samples") if isinstance(loaded, dict) else loaded
             for i, row in enumerate(samples or []):
-                try:
-                    r = _rollout(row, run_id)
-                except Exception as e:
-                    yield Problem(str(raw), None, f"sample {i}: {type(e).__name__}: {e}")
-                    continue
-                if r["uid"] not in seen:
-                    seen.add(r["uid"])
-                    yield r
+                yield from once(row, str(raw), None, f"sample {i}")
 
     yield from batch_rollouts(ref, rollouts())
 
