@@ -53,7 +53,7 @@ def sub_calls_per_batch(rollout: Mapping[str, Any], batch_tools: Sequence[str] =
     ]
 
 
-def _error_text(call: Mapping[str, Any]) -> str | None:
+def error_text(call: Mapping[str, Any]) -> str | None:
     if not call.get("is_error"):
         return None
     text = str(call.get("output") or "").strip()
@@ -72,7 +72,7 @@ class RepeatedError:
 def repeated_errors(rollout: Mapping[str, Any], min_count: int = 2) -> list[RepeatedError]:
     """Identical error texts seen at least min_count times in one rollout, most frequent first."""
     counts = Counter(
-        text for call in iter_tool_calls(rollout, nested=True) if (text := _error_text(call)) is not None
+        text for call in iter_tool_calls(rollout, nested=True) if (text := error_text(call)) is not None
     )
     return [RepeatedError(text, n) for text, n in counts.most_common() if n >= min_count]
 

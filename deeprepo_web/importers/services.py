@@ -15,6 +15,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -162,6 +163,11 @@ class _Importer:
             if ref in self.runs or ref in self.matched or had_problems:
                 continue
             self.run_for(ref)
+        # The batches committed without waiting for the disk (_batch_transaction). This write
+        # commits the ordinary way, and Postgres flushes its log in order: once it returns, every
+        # batch before it is on disk too, so nothing is reported that a crash could still take.
+        if self.runs:
+            Run.objects.filter(pk__in=[run.pk for run in self.runs.values()]).update(updated_at=timezone.now())
 
     # ------------------------------------------------------------ rows
 
@@ -172,7 +178,8 @@ class _Importer:
     def metrics(self, ev: MetricsEvent) -> None:
         run = self.run_for(ev.ref)
         try:
-            self.by_ref[ev.ref].points += runs.metrics_ingest(run=run, points=ev.points)  # type: ignore[arg-type]
+            with _batch_transaction():
+                self.by_ref[ev.ref].points += runs.metrics_ingest(run=run, points=ev.points)  # type: ignore[arg-type]
         except (runs.IngestError, DatabaseError, ValueError, TypeError, KeyError) as exc:
             runs._known_series.clear()  # the failed batch's series rows were rolled back with it
             steps = [p["step"] for p in ev.points if isinstance(p, dict) and isinstance(p.get("step"), int)]
@@ -190,7 +197,8 @@ class _Importer:
         rep = self.by_ref[ev.ref]
         rep.rollouts_received += len(records)
         try:
-            rep.rollouts += runs.rollouts_ingest(run=run, rollouts=records)  # type: ignore[arg-type]
+            with _batch_transaction():
+                rep.rollouts += runs.rollouts_ingest(run=run, rollouts=records)  # type: ignore[arg-type]
             return
         except (runs.IngestError, DatabaseError, ValueError, TypeError, KeyError):
             pass
@@ -198,14 +206,16 @@ class _Importer:
         # every batch up front costs a deep copy, so only a refused batch pays for it.
         cleaned = runs.clean_deep(records)
         try:
-            rep.rollouts += runs.rollouts_ingest(run=run, rollouts=cleaned)
+            with _batch_transaction():
+                rep.rollouts += runs.rollouts_ingest(run=run, rollouts=cleaned)
             return
         except (runs.IngestError, DatabaseError, ValueError, TypeError, KeyError):
             pass
         # Still refused: one by one, so the good rollouts stay and each bad one is named.
         for r in cleaned:
             try:
-                rep.rollouts += runs.rollouts_ingest(run=run, rollouts=[r])
+                with _batch_transaction():
+                    rep.rollouts += runs.rollouts_ingest(run=run, rollouts=[r])
             except (runs.IngestError, DatabaseError, ValueError, TypeError, KeyError) as exc:
                 what = f"rollout of example {str(r.get('example_key'))[:80]!r} (sample {r.get('sample_index')})"
                 self._batch_problem(ev.ref, what, exc)
@@ -279,6 +289,19 @@ class _Importer:
                 self.rep_by_pk[run_id] = rep
                 self.report.runs.append(rep)
             rep.rewards_attached += n
+
+
+@contextmanager
+def _batch_transaction() -> Iterator[None]:
+    """One batch's transaction, committed without waiting for its log to reach the disk.
+
+    The usual setting for a bulk load: a crash loses at most the last batches, which the file still
+    holds and a re-import stores without doubling anything. Waiting for the disk at every batch
+    was a quarter of the import time; _Importer.finish waits once for all of them.
+    """
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute("SET LOCAL synchronous_commit = off")
+        yield
 
 
 _DONE = object()

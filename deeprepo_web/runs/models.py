@@ -147,9 +147,10 @@ class Example(models.Model):
 
 
 class Rollout(models.Model):
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rollouts")
+    # No single-column FK indexes: the composite indexes below lead with run and with example.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rollouts", db_index=False)
     uid = models.CharField(max_length=64)
-    example = models.ForeignKey(Example, on_delete=models.PROTECT, related_name="rollouts")
+    example = models.ForeignKey(Example, on_delete=models.PROTECT, related_name="rollouts", db_index=False)
     step = models.IntegerField(null=True, blank=True)
     sample_index = models.IntegerField(null=True, blank=True)
     reward = models.FloatField(null=True, blank=True)

@@ -13,9 +13,11 @@ import json
 import logging
 import math
 import re
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -399,6 +401,19 @@ def _key_hash(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()
 
 
+def _execute_binary(sql: str, params: list[Any]) -> psycopg.Cursor[Any]:
+    """Run `sql` with binary parameters on Django's connection (so inside its transaction).
+
+    Django binds parameters client-side, which quotes big text arrays (prompts, answers, metrics)
+    character by character in Python; binary parameters cost a copy. Errors come out as Django's
+    (DatabaseError, IntegrityError, ...) like those of any other query here.
+    """
+    with connection.wrap_database_errors:
+        cur = psycopg.Cursor(connection.connection)
+        cur.execute(sql, params, binary=True)
+    return cur
+
+
 def _examples_upsert(cur: Any, run: Run, records: list[dict[str, Any]]) -> dict[str, int]:
     by_hash: dict[str, tuple[str, Any, str, Any]] = {}
     for r in records:
@@ -411,7 +426,7 @@ def _examples_upsert(cur: Any, run: Run, records: list[dict[str, Any]]) -> dict[
     prompts = [None if by_hash[h][1] is None else _dumps(by_hash[h][1]) for h in hashes]
     oracles = [by_hash[h][2] for h in hashes]
     infos = [_dumps(by_hash[h][3]) for h in hashes]
-    cur.execute(
+    _execute_binary(
         "INSERT INTO runs_example AS e (project_id, environment, key, key_hash, prompt, oracle, info, created_at) "
         "SELECT %s, %s, k, h, p::jsonb, o, i::jsonb, now() "
         "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[]) AS u(k, h, p, o, i) "
@@ -444,37 +459,54 @@ def rollout_behaviour(record: dict[str, Any]) -> dict[str, Any]:
 
     Computed here, from the record already in memory, so pages never walk turns and tool calls:
     tool calls by name (top level), sub-calls (nested, e.g. the fan-out of llm_batch), the largest
-    count of one identical error, and the sub-LLM tokens per model for the cost split.
+    count of one identical error, and the sub-LLM tokens per model for the cost split. One
+    depth-first walk over the calls: this runs for every rollout an import stores.
     """
-    tools = behaviour_stats.tool_call_counts(record)
-    fanout = behaviour_stats.sub_calls_per_batch(record)
-    repeats = behaviour_stats.repeated_errors(record, min_count=1)
-    nested = list(behaviour_stats.iter_tool_calls(record, nested=True))
-    top = sum(tools.values())
+    tools: Counter[str] = Counter()
+    fanout: list[int] = []
+    error_texts: Counter[str] = Counter()
     sub_tokens: dict[str, list[float]] = {}
-    errors = 0
-    for call in nested:
-        errors += bool(call.get("is_error"))
-        tin, tout, cost = call.get("input_tokens"), call.get("output_tokens"), call.get("cost")
-        if tin is None and tout is None and cost is None:
-            continue
-        entry = sub_tokens.setdefault(str(call.get("model") or "")[:200], [0, 0, 0.0, 0])
-        entry[0] += int(tin or 0)
-        entry[1] += int(tout or 0)
-        if isinstance(cost, int | float) and math.isfinite(cost):
-            entry[2] += float(cost)
-            entry[3] += 1  # how many of the calls carried their own cost
+    counts = [0, 0]  # calls at any depth, calls with is_error
+
+    def visit(calls: list[dict[str, Any]], top: bool) -> None:
+        for call in calls:
+            subs = call.get("sub_calls") or ()
+            if top:
+                tools[str(call.get("name"))] += 1
+                if call.get("name") in behaviour_stats.BATCH_TOOLS:
+                    fanout.append(len(subs))
+            counts[0] += 1
+            if call.get("is_error"):
+                counts[1] += 1
+                error_texts[behaviour_stats.error_text(call) or ""] += 1
+            tin, tout, cost = call.get("input_tokens"), call.get("output_tokens"), call.get("cost")
+            if tin is not None or tout is not None or cost is not None:
+                entry = sub_tokens.setdefault(str(call.get("model") or "")[:200], [0, 0, 0.0, 0])
+                entry[0] += int(tin or 0)
+                entry[1] += int(tout or 0)
+                if isinstance(cost, int | float) and math.isfinite(cost):
+                    entry[2] += float(cost)
+                    entry[3] += 1  # how many of the calls carried their own cost
+            if subs:
+                visit(subs, False)
+
+    for turn in record.get("turns") or ():
+        calls = turn.get("tool_calls")
+        if calls:
+            visit(calls, True)
+    top = sum(tools.values())
+    repeats = error_texts.most_common(1)
     out: dict[str, Any] = {
         "tool_calls": {name[:200]: n for name, n in tools.most_common(50)},
-        "sub_calls": len(nested) - top,
+        "sub_calls": counts[0] - top,
         "batches": len(fanout),
-        "tool_errors": errors,
-        "repeated_error_max": repeats[0].count if repeats else 0,
+        "tool_errors": counts[1],
+        "repeated_error_max": repeats[0][1] if repeats else 0,
     }
     if fanout:
         out["sub_calls_per_batch_max"] = max(fanout)
-    if repeats and repeats[0].count > 1:
-        out["repeated_error"] = repeats[0].text[:300]
+    if repeats and repeats[0][1] > 1:
+        out["repeated_error"] = repeats[0][0][:300]
     if sub_tokens:
         out["sub_tokens"] = sub_tokens
     return out
@@ -521,7 +553,7 @@ def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
             )
             for col, v in zip(cols, values, strict=True):
                 col.append(v)
-        cur.execute(
+        inserted = _execute_binary(
             "INSERT INTO runs_rollout (uid, example_id, step, sample_index, reward, reward_components, advantage, "
             "num_turns, input_tokens, output_tokens, cost, is_truncated, stop_condition, error, duration, "
             "final_answer, metrics, created_at, run_id) "
@@ -533,7 +565,7 @@ def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
             "ON CONFLICT (run_id, uid) DO NOTHING RETURNING uid, id",
             cols,
         )
-        new_ids = dict(cur.fetchall())
+        new_ids = dict(inserted.fetchall())
         if not new_ids:
             return 0
         fresh = [(new_ids[u], r) for r, u in zip(rollouts, uids, strict=True) if u in new_ids]
@@ -575,7 +607,7 @@ def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[st
             turn_rows.append((
                 turn_id, rollout_id, index, (turn.get("role") or "")[:32], content, blob, size,
                 turn.get("reasoning") or "", turn.get("input_tokens"), turn.get("output_tokens"),
-                turn.get("latency"), (turn.get("model") or "")[:500], _dumps(metadata),
+                turn.get("latency"), (turn.get("model") or "")[:500], _dumps(metadata) if metadata else "{}",
             ))
             add_calls(turn.get("tool_calls") or [], turn_id, rollout_id, None)
 
