@@ -32,6 +32,7 @@ from deeprepo_web.accounts.models import Project
 from deeprepo_web.importers.models import ImportJob, ImportStatus
 from deeprepo_web.runs import services as runs
 from deeprepo_web.runs.models import Run, RunKind, RunStatus
+from deeprepo_web.text import clean_deep
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class _Importer:
     # ------------------------------------------------------------ runs
 
     def run_event(self, ev: RunEvent) -> None:
-        record = runs.clean_deep(dict(ev.run))
+        record = clean_deep(dict(ev.run))
         self.records[ev.ref] = record
         self.by_ref[ev.ref] = RunReport(ref=ev.ref, name=str(record.get("name") or ev.ref)[:500],
                                         kind=str(record.get("kind") or RunKind.TRAIN))
@@ -204,7 +205,7 @@ class _Importer:
             pass
         # Postgres refuses NUL bytes and lone surrogates in text; model output has both. Cleaning
         # every batch up front costs a deep copy, so only a refused batch pays for it.
-        cleaned = runs.clean_deep(records)
+        cleaned = clean_deep(records)
         try:
             rep.rollouts += runs.rollouts_ingest(run=run, rollouts=cleaned)
             return
@@ -267,8 +268,8 @@ class _Importer:
             if "touches_tests" not in new_metrics and final_answer and "diff" in final_answer[:4096]:
                 new_metrics["touches_tests"] = patch_touches_tests(final_answer)
             new_comps = {**(comps or {}), **(result.get("reward_components") or {})}
-            updates.append((rollout_id, result.get("reward"), runs._dumps(runs.clean_deep(new_comps)),
-                            runs._dumps(runs.clean_deep(new_metrics))))
+            updates.append((rollout_id, result.get("reward"), runs._dumps(clean_deep(new_comps)),
+                            runs._dumps(clean_deep(new_metrics))))
             per_run[run_id] = per_run.get(run_id, 0) + 1
             matched.add(key)
         with transaction.atomic(), connection.cursor() as cur:
