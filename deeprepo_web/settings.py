@@ -160,6 +160,9 @@ if CELERY_BROKER_URL.startswith("redis"):
     }
 # Jobs: follow every active job's state and log tail this often (seconds).
 DEEPREPO_JOB_SYNC_SECONDS = float(env_str("DEEPREPO_JOB_SYNC_SECONDS", "2"))
+# Imports: a job still queued this long after its task was sent lost the message (the broker was
+# away at upload, or restarted empty): beat sends it again.
+DEEPREPO_IMPORT_STALE_SECONDS = float(env_str("DEEPREPO_IMPORT_STALE_SECONDS", "120"))
 CELERY_BEAT_SCHEDULE = {
     "sync-jobs": {
         "task": "deeprepo.jobs.sync",
@@ -168,6 +171,8 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": max(1.0, DEEPREPO_JOB_SYNC_SECONDS * 2)},
     },
     "artifacts-cleanup": {"task": "deeprepo.artifacts_cleanup", "schedule": 15 * 60.0},
+    # Looks a few times per window, so a lost import starts soon after it turns stale.
+    "resend-imports": {"task": "deeprepo.imports.resend", "schedule": max(1.0, DEEPREPO_IMPORT_STALE_SECONDS / 4)},
 }
 # Dispatch retries of transient cluster errors: attempts in all, and the first backoff (doubles).
 DEEPREPO_JOB_DISPATCH_ATTEMPTS = env_int("DEEPREPO_JOB_DISPATCH_ATTEMPTS", 5)

@@ -37,6 +37,14 @@ def run_import(job_id: int) -> str:
     return "skipped" if job is None else job.status
 
 
+@app.task(name="deeprepo.imports.resend", soft_time_limit=60, time_limit=90, ignore_result=True)
+def resend_imports() -> int:
+    """Beat: send run_import again for imports whose message was lost (see import_jobs_resend)."""
+    from deeprepo_web.importers.services import import_jobs_resend
+
+    return import_jobs_resend()
+
+
 @app.task(bind=True, name="deeprepo.jobs.dispatch", acks_late=True, max_retries=None,
           soft_time_limit=150, time_limit=180)
 def dispatch_job(self: Any, job_id: int) -> str:

@@ -20,6 +20,7 @@ from deeprepo_web.api import schemas
 from deeprepo_web.importers.api import register as imports_register
 from deeprepo_web.runs import selectors, services
 from deeprepo_web.runs.models import Rollout, Run
+from deeprepo_web.text import clean_deep
 
 # ---------------------------------------------------------------- auth
 
@@ -156,10 +157,6 @@ def run_out(run: Run) -> dict[str, Any]:
     }
 
 
-def _clean(value: Any) -> Any:
-    return services.clean_deep(value)
-
-
 @router.post("/runs", auth=key_auth, response={200: schemas.RunOut, 201: schemas.RunOut})
 def run_create(request: HttpRequest, payload: schemas.RunIn) -> Status:
     key: ApiKey = request.auth  # type: ignore[attr-defined]
@@ -170,7 +167,7 @@ def run_create(request: HttpRequest, payload: schemas.RunIn) -> Status:
     parent = None
     if payload.parent_run_id:
         parent = access.run_for_key(key, payload.parent_run_id)
-    data = _clean(payload.model_dump(exclude={"parent_run_id", "project"}))
+    data = clean_deep(payload.model_dump(exclude={"parent_run_id", "project"}))
     run, created = services.run_create(project=key.project, parent=parent, **data)
     return Status(201 if created else 200, run_out(run))
 
@@ -197,7 +194,7 @@ def run_detail(request: HttpRequest, run_id: str) -> dict[str, Any]:
 def run_update(request: HttpRequest, run_id: str, payload: schemas.RunPatch) -> dict[str, Any]:
     run = _run_for(request, run_id, write=True)
     # null means "leave as is": every run field is a non-null column
-    changes = _clean(payload.model_dump(exclude_unset=True, exclude_none=True))
+    changes = clean_deep(payload.model_dump(exclude_unset=True, exclude_none=True))
     return run_out(services.run_update(run=run, **changes))
 
 
@@ -224,7 +221,7 @@ def _batch(request: HttpRequest, adapter: pydantic.TypeAdapter[Any], name: str) 
     except pydantic.ValidationError as exc:
         raise HttpError(422, pydantic_error_line(exc.errors(), prefix=name)) from exc
     if _NEEDS_CLEAN.search(body):
-        items = _clean(items)
+        items = clean_deep(items)
     return items
 
 

@@ -53,6 +53,7 @@ def register(api_router: Router, key_auth: Any, read_auth: Any) -> None:
         except UploadTooLarge as exc:
             raise HttpError(413, str(exc)) from exc
         import_job_enqueue(job=job)
+        job.refresh_from_db()  # the enqueue may have imported it already, or noted that the queue is away
         return Status(202, job_out(job))
 
     @api_router.get("/imports/{import_id}", auth=read_auth)

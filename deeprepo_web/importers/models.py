@@ -29,6 +29,9 @@ class ImportJob(models.Model):
     report = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
+    # When run_import was last sent for it: a job still queued long after (its message never
+    # reached the broker, or died with it) is sent again by beat (importers.services.import_jobs_resend).
+    sent_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

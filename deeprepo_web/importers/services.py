@@ -8,8 +8,10 @@ rollouts the project already has, and a report a person can act on (file:line an
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import logging
 import queue
 import shutil
 import threading
@@ -17,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +33,16 @@ from deeprepo_web.accounts.models import Project
 from deeprepo_web.importers.models import ImportJob, ImportStatus
 from deeprepo_web.runs import services as runs
 from deeprepo_web.runs.models import Run, RunKind, RunStatus
+from deeprepo_web.text import clean_deep
+
+log = logging.getLogger(__name__)
 
 MAX_PROBLEMS = 500  # kept in the report; the rest are counted
 PROGRESS_EVERY = 1.0  # seconds between progress callbacks
+
+# Shown on a queued job whose task message could not be sent (cleared once it is).
+QUEUE_AWAY = "the task queue is unreachable; the import will start once it is back"
+RESEND_BATCH = 100  # jobs re-sent per beat pass
 
 Progress = Callable[[int], None]
 
@@ -108,7 +117,7 @@ class _Importer:
     # ------------------------------------------------------------ runs
 
     def run_event(self, ev: RunEvent) -> None:
-        record = runs.clean_deep(dict(ev.run))
+        record = clean_deep(dict(ev.run))
         self.records[ev.ref] = record
         self.by_ref[ev.ref] = RunReport(ref=ev.ref, name=str(record.get("name") or ev.ref)[:500],
                                         kind=str(record.get("kind") or RunKind.TRAIN))
@@ -204,7 +213,7 @@ class _Importer:
             pass
         # Postgres refuses NUL bytes and lone surrogates in text; model output has both. Cleaning
         # every batch up front costs a deep copy, so only a refused batch pays for it.
-        cleaned = runs.clean_deep(records)
+        cleaned = clean_deep(records)
         try:
             with _batch_transaction():
                 rep.rollouts += runs.rollouts_ingest(run=run, rollouts=cleaned)
@@ -269,8 +278,8 @@ class _Importer:
             if "touches_tests" not in new_metrics and final_answer and "diff" in final_answer[:4096]:
                 new_metrics["touches_tests"] = patch_touches_tests(final_answer)
             new_comps = {**(comps or {}), **(result.get("reward_components") or {})}
-            updates.append((rollout_id, result.get("reward"), runs._dumps(runs.clean_deep(new_comps)),
-                            runs._dumps(runs.clean_deep(new_metrics))))
+            updates.append((rollout_id, result.get("reward"), runs._dumps(clean_deep(new_comps)),
+                            runs._dumps(clean_deep(new_metrics))))
             per_run[run_id] = per_run.get(run_id, 0) + 1
             matched.add(key)
         with transaction.atomic(), connection.cursor() as cur:
@@ -498,16 +507,46 @@ def import_job_enqueue(*, job: ImportJob) -> None:
     if job.size <= settings.DEEPREPO_IMPORT_INLINE_BYTES:
         transaction.on_commit(lambda: import_job_run(job_id=job.pk))
         return
+    transaction.on_commit(functools.partial(import_job_send, job_id=job.pk))
+
+
+def import_job_send(*, job_id: int) -> bool:
+    """Send run_import for a queued job; False if the broker could not be reached.
+
+    The upload is already stored and committed, so a broker that is away (Redis restarting) must
+    not fail the request: the job stays queued with a note, and beat sends it again later."""
     from workers.tasks import run_import
 
-    run_import.delay_on_commit(job.pk)  # type: ignore[attr-defined]
+    try:
+        run_import.delay(job_id)
+    except Exception as exc:  # noqa: BLE001 - kombu/redis raise many types; all mean "not queued"
+        log.warning("could not queue import %s: %s", job_id, exc)
+        ImportJob.objects.filter(pk=job_id, status=ImportStatus.QUEUED).update(error=QUEUE_AWAY)
+        return False
+    ImportJob.objects.filter(pk=job_id, status=ImportStatus.QUEUED).update(sent_at=timezone.now(), error="")
+    return True
+
+
+def import_jobs_resend() -> int:
+    """Beat: send run_import again for jobs still queued a stale window after their last send.
+
+    Their message never reached the broker, or died with it (Redis restarted empty). A job that
+    merely waits behind others gets a duplicate, which is harmless: import_job_run starts a job once."""
+    stale = timezone.now() - timedelta(seconds=settings.DEEPREPO_IMPORT_STALE_SECONDS)
+    waiting = ImportJob.objects.filter(status=ImportStatus.QUEUED, sent_at__lt=stale).order_by("pk")
+    sent = 0
+    for job_id in waiting.values_list("pk", flat=True)[:RESEND_BATCH]:
+        if not import_job_send(job_id=job_id):
+            break  # the broker is still away; the next pass tries again
+        sent += 1
+    return sent
 
 
 def import_job_run(*, job_id: int) -> ImportJob | None:
     """Run one queued import. A duplicate (or late) call changes nothing: queued -> running is conditional."""
     now = timezone.now()
     if not ImportJob.objects.filter(pk=job_id, status=ImportStatus.QUEUED).update(
-            status=ImportStatus.RUNNING, started_at=now):
+            status=ImportStatus.RUNNING, started_at=now, error=""):
         return None
     job = ImportJob.objects.select_related("project").get(pk=job_id)
 

@@ -17,6 +17,7 @@ import importlib
 import inspect
 import logging
 import random
+import re
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -50,7 +51,8 @@ from deeprepo_web.jobs.params import (
     validate_template,
 )
 from deeprepo_web.runs.models import Run, RunStatus
-from deeprepo_web.runs.services import clean_text, run_create
+from deeprepo_web.runs.services import run_create
+from deeprepo_web.text import clean_deep, clean_text
 from workers.backends import Backend, BackendError, JobSpec, JobState, Resources, backend_for
 
 log = logging.getLogger(__name__)
@@ -81,6 +83,7 @@ KIND_SECRETS: dict[str, tuple[str, ...]] = {
 _NUMERIC_SETTINGS = {"port": int, "command_timeout": float, "connect_timeout": float, "timeout": float,
                      "submit_timeout": float, "kill_grace_s": float}
 RESOURCE_FIELDS = ("partition", "gpus", "cpus", "mem", "time_limit", "account", "ray_resources")
+_SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")  # what the template URLs accept (Django's <slug:…>)
 
 _JOB_TO_RUN: dict[str, str] = {
     JobStatus.RUNNING: RunStatus.RUNNING,
@@ -155,8 +158,13 @@ def template_save(
     description: str = "", import_outputs: bool = False, template: JobTemplate | None = None,
 ) -> JobTemplate:
     """Validate and save a project template; a placeholder without a parameter is refused."""
+    if not _SLUG.fullmatch(slug):
+        raise JobInputError("slug", "letters, digits, - and _ only (at most 64)")  # it goes into URLs
+    name, description, command_template = clean_text(name), clean_text(description), clean_text(command_template)
     try:
-        schema = validate_template(command_template, params_schema)
+        # Cleaned after validation, which refuses NUL in defaults and NaN with a message; what is
+        # left to clean is text (labels, help, choices) holding NUL or lone surrogates.
+        schema = clean_deep(validate_template(command_template, params_schema))
     except ParamError as e:
         raise JobInputError(e.field, e.message) from e
     if kind not in ("train", "eval"):
@@ -196,7 +204,7 @@ def _clean_settings(kind: str, raw: dict[str, Any]) -> dict[str, Any]:
                 raise JobInputError(key, "must be a positive number")
         elif isinstance(value, str):
             value = value.strip() if key != "known_hosts" else value.strip() + "\n"
-            if "\x00" in value or (key != "known_hosts" and "\n" in value):
+            if key != "known_hosts" and "\n" in value:
                 raise JobInputError(key, "must be one line")
         out[key] = value
     url = out.get("deeprepo_url")
@@ -222,14 +230,14 @@ def cluster_save(
 
     Settings are checked by building the backend (required keys, key format, known_hosts
     syntax) without contacting the cluster; `cluster_test` does that."""
-    name = name.strip()
+    name = clean_text(name).strip()
     if not name or len(name) > 100:
         raise JobInputError("name", "is required (at most 100 characters)")
     if kind not in ClusterKind.values:
         raise JobInputError("kind", f"{kind!r} is not one of {', '.join(ClusterKind.values)}")
     if cluster is not None and cluster.kind != kind:
         raise JobInputError("kind", "cannot change the kind of an existing cluster; add a new one")
-    clean = _clean_settings(kind, settings_in)
+    clean = _clean_settings(kind, clean_deep(settings_in))
     try:
         secrets = cluster.get_secrets() if cluster is not None else {}
     except SecretsUnreadable:
@@ -341,12 +349,13 @@ def job_launch(
         raise JobInputError("cluster", "not a cluster of this project")
     try:
         schema = validate_schema(template.params_schema)
-        values = validate_params(schema, params)
+        # params.py refuses NUL in values; a lone surrogate passes it, and jsonb would refuse it.
+        values = clean_deep(validate_params(schema, params))
     except ParamError as e:
         raise JobInputError(e.field, e.message) from e
     res = resources_validate(resources or {})
-    name = (name or "").strip() or f"{template.name} {timezone.now():%Y-%m-%d %H:%M}"
-    if len(name) > 200 or "\x00" in name:
+    name = clean_text(name or "").strip() or f"{template.name} {timezone.now():%Y-%m-%d %H:%M}"
+    if len(name) > 200:
         raise JobInputError("name", "must be at most 200 characters")
     run, _ = run_create(
         project=project, name=name, kind=template.kind, status=RunStatus.QUEUED, source="job",

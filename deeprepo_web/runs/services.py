@@ -32,6 +32,7 @@ from deeprepo_web.runs.models import (
     RunStatus,
 )
 from deeprepo_web.storage import blob_put
+from deeprepo_web.text import clean_deep
 
 log = logging.getLogger(__name__)
 
@@ -163,31 +164,6 @@ def run_delete(*, run: Run) -> dict[str, int]:
             # The rows are gone already; an orphan blob wastes space but harms nobody.
             log.warning("run_delete: blob %s kept: %s", sha, exc)
     return {"objects": objects, "blobs": blobs, "metrics": metrics, "rollouts": rollouts}
-
-
-# ---------------------------------------------------------------- text hygiene
-
-def clean_text(value: str) -> str:
-    """Postgres text refuses NUL and lone surrogates; model output contains both."""
-    if "\x00" in value:
-        value = value.replace("\x00", "\ufffd")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        value = value.encode("utf-8", "replace").decode("utf-8")
-    return value
-
-
-def clean_deep(value: Any) -> Any:
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, dict):
-        return {clean_text(str(k)): clean_deep(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [clean_deep(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None  # JSONB has no NaN
-    return value
 
 
 def _dumps(value: Any) -> str:

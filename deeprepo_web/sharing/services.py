@@ -12,6 +12,7 @@ from django.utils import timezone
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.runs.models import Example, Rollout, Run
 from deeprepo_web.sharing.models import ShareKind, ShareLink, new_token, token_hash
+from deeprepo_web.text import clean_deep, clean_text
 
 MAX_EXPIRY_DAYS = 3650
 COMPARISON_KEYS = ("baseline", "zero", "pass", "effects")
@@ -32,12 +33,14 @@ def share_create(
     params: dict[str, Any] | None = None,
 ) -> tuple[ShareLink, str]:
     """Returns (link, token). The token is not stored: show it once."""
+    # Callers pass raw request text; Postgres refuses NUL and lone surrogates, even in a lookup.
+    title, target, params = clean_text(title), clean_text(target or ""), clean_deep(params or {})
     if kind not in ShareKind.values:
         raise ShareError(f"kind: must be one of {', '.join(ShareKind.values)}")
     if expires_in_days is not None and not 1 <= expires_in_days <= MAX_EXPIRY_DAYS:
         raise ShareError(f"expires: between 1 and {MAX_EXPIRY_DAYS} days, or never")
     link = ShareLink(project=project, kind=kind, title=title.strip()[:200], created_by=user)
-    target = (target or "").strip()
+    target = target.strip()
     if kind == ShareKind.RUN:
         run = Run.objects.filter(project=project, public_id=target).first()
         if run is None:
@@ -57,7 +60,6 @@ def share_create(
         from deeprepo_web.front.compare import comparison_for
         from deeprepo_web.runs.comparison import CompareError
 
-        params = params or {}
         runs = [str(r) for r in params.get("runs") or []]
         raw = {k: str(params.get(k) or "")[:500] for k in COMPARISON_KEYS}
         try:

@@ -124,7 +124,7 @@ def test_nul_bytes_and_lone_surrogates_are_stored_cleaned(tmp_path, do_import):
         f.write(json.dumps(row) + "\n")  # json.dumps escapes both: \u0000 and \ud800
     report = do_import(folder)
     assert not report.problems and Rollout.objects.count() == 2
-    assert Turn.objects.get(rollout__example__key="0", index=1).content == "bad\ufffdbyte and ? surrogate"
+    assert Turn.objects.get(rollout__example__key="0", index=1).content == "bad\ufffdbyte and \ufffd surrogate"
 
 
 def test_a_bad_batch_is_reported_and_the_others_stay(tmp_path, do_import):
