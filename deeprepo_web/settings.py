@@ -197,3 +197,5 @@ DEEPREPO_IMPORT_MAX_UPLOAD_BYTES = env_int("DEEPREPO_IMPORT_MAX_UPLOAD_BYTES", 4
 # A zipped folder may expand to at most this many bytes / entries (zip bombs are refused).
 DEEPREPO_IMPORT_MAX_UNZIPPED_BYTES = env_int("DEEPREPO_IMPORT_MAX_UNZIPPED_BYTES", 8 * 1024**3)
 DEEPREPO_IMPORT_MAX_ZIP_ENTRIES = env_int("DEEPREPO_IMPORT_MAX_ZIP_ENTRIES", 200_000)
+# Inputs of at least this many bytes are parsed in a child process, beside the database writes.
+DEEPREPO_IMPORT_PARSE_PROCESS_BYTES = env_int("DEEPREPO_IMPORT_PARSE_PROCESS_BYTES", 32 * 1024 * 1024)

@@ -32,7 +32,7 @@ from deeprepo_web.runs.models import (
     RunStatus,
 )
 from deeprepo_web.storage import blob_put
-from deeprepo_web.text import clean_deep
+from deeprepo_web.text import clean_text
 
 log = logging.getLogger(__name__)
 
@@ -166,14 +166,16 @@ def run_delete(*, run: Run) -> dict[str, int]:
     return {"objects": objects, "blobs": blobs, "metrics": metrics, "rollouts": rollouts}
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+# One encoder for every row: json.dumps with options builds a new one per call.
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
 def _offload(text: str | None, refs: set[str] | None = None) -> tuple[str, str, int]:
     """(kept text, blob sha or '', full size in bytes). Bodies past the threshold go to the store."""
     if not text:
         return "", "", 0
+    if text.isascii() and len(text) <= settings.DEEPREPO_BLOB_THRESHOLD:
+        return text, "", len(text)  # most bodies: the size without encoding a copy
     data = text.encode("utf-8")
     if len(data) <= settings.DEEPREPO_BLOB_THRESHOLD:
         return text, "", len(data)
@@ -381,12 +383,12 @@ def _execute_binary(sql: str, params: list[Any]) -> psycopg.Cursor[Any]:
     """Run `sql` with binary parameters on Django's connection (so inside its transaction).
 
     Django binds parameters client-side, which quotes big text arrays (prompts, answers, metrics)
-    character by character in Python; binary parameters cost a copy. Errors come out as Django's
+    character by character in Python; binary parameters (%b) cost a copy. Errors come out as Django's
     (DatabaseError, IntegrityError, ...) like those of any other query here.
     """
     with connection.wrap_database_errors:
         cur = psycopg.Cursor(connection.connection)
-        cur.execute(sql, params, binary=True)
+        cur.execute(sql, params)
     return cur
 
 
@@ -404,8 +406,8 @@ def _examples_upsert(cur: Any, run: Run, records: list[dict[str, Any]]) -> dict[
     infos = [_dumps(by_hash[h][3]) for h in hashes]
     _execute_binary(
         "INSERT INTO runs_example AS e (project_id, environment, key, key_hash, prompt, oracle, info, created_at) "
-        "SELECT %s, %s, k, h, p::jsonb, o, i::jsonb, now() "
-        "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[]) AS u(k, h, p, o, i) "
+        "SELECT %b, %b, k, h, p::jsonb, o, i::jsonb, now() "
+        "FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[]) AS u(k, h, p, o, i) "
         "ON CONFLICT (project_id, environment, key_hash) DO UPDATE SET "
         "prompt = COALESCE(e.prompt, EXCLUDED.prompt), "
         "oracle = CASE WHEN e.oracle = '' THEN EXCLUDED.oracle ELSE e.oracle END "
@@ -448,7 +450,7 @@ def rollout_behaviour(record: dict[str, Any]) -> dict[str, Any]:
         for call in calls:
             subs = call.get("sub_calls") or ()
             if top:
-                tools[str(call.get("name"))] += 1
+                tools[clean_text(str(call.get("name")))] += 1
                 if call.get("name") in behaviour_stats.BATCH_TOOLS:
                     fanout.append(len(subs))
             counts[0] += 1
@@ -457,7 +459,7 @@ def rollout_behaviour(record: dict[str, Any]) -> dict[str, Any]:
                 error_texts[behaviour_stats.error_text(call) or ""] += 1
             tin, tout, cost = call.get("input_tokens"), call.get("output_tokens"), call.get("cost")
             if tin is not None or tout is not None or cost is not None:
-                entry = sub_tokens.setdefault(str(call.get("model") or "")[:200], [0, 0, 0.0, 0])
+                entry = sub_tokens.setdefault(clean_text(str(call.get("model") or "")[:200]), [0, 0, 0.0, 0])
                 entry[0] += int(tin or 0)
                 entry[1] += int(tout or 0)
                 if isinstance(cost, int | float) and math.isfinite(cost):
@@ -482,7 +484,7 @@ def rollout_behaviour(record: dict[str, Any]) -> dict[str, Any]:
     if fanout:
         out["sub_calls_per_batch_max"] = max(fanout)
     if repeats and repeats[0][1] > 1:
-        out["repeated_error"] = repeats[0][0][:300]
+        out["repeated_error"] = clean_text(repeats[0][0][:300])
     if sub_tokens:
         out["sub_tokens"] = sub_tokens
     return out
@@ -523,7 +525,7 @@ def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
                 r.get("error") or "",
                 _float(r.get("duration")),
                 r.get("final_answer") or "",
-                _dumps({**(r.get("metrics") or {}), "behaviour": clean_deep(rollout_behaviour(r))}),
+                _dumps({**(r.get("metrics") or {}), "behaviour": rollout_behaviour(r)}),
                 now,
                 run.pk,
             )
@@ -534,9 +536,9 @@ def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
             "num_turns, input_tokens, output_tokens, cost, is_truncated, stop_condition, error, duration, "
             "final_answer, metrics, created_at, run_id) "
             "SELECT u, e, s, si, rw, rc::jsonb, adv, nt, it, ot, c, tr, sc, er, d, fa, m::jsonb, ca, rid "
-            "FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::int[], %s::float8[], %s::text[], %s::float8[], "
-            "%s::int[], %s::bigint[], %s::bigint[], %s::float8[], %s::bool[], %s::text[], %s::text[], "
-            "%s::float8[], %s::text[], %s::text[], %s::timestamptz[], %s::bigint[]) "
+            "FROM unnest(%b::text[], %b::bigint[], %b::int[], %b::int[], %b::float8[], %b::text[], %b::float8[], "
+            "%b::int[], %b::bigint[], %b::bigint[], %b::float8[], %b::bool[], %b::text[], %b::text[], "
+            "%b::float8[], %b::text[], %b::text[], %b::timestamptz[], %b::bigint[]) "
             "AS x(u, e, s, si, rw, rc, adv, nt, it, ot, c, tr, sc, er, d, fa, m, ca, rid) "
             "ON CONFLICT (run_id, uid) DO NOTHING RETURNING uid, id",
             cols,
@@ -556,7 +558,6 @@ def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[st
     n_calls = sum(_count_calls(t.get("tool_calls") or []) for _, r in fresh for t in r.get("turns") or [])
     turn_ids = iter(_next_ids(cur, "runs_turn", n_turns))
     call_ids = iter(_next_ids(cur, "runs_toolcall", n_calls))
-    turn_rows: list[tuple[Any, ...]] = []
     call_rows: list[tuple[Any, ...]] = []
 
     def add_calls(calls: list[dict[str, Any]], turn_id: int, rollout_id: int, parent: int | None) -> None:
@@ -573,27 +574,26 @@ def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[st
             ))
             add_calls(call.get("sub_calls") or [], turn_id, rollout_id, call_id)
 
-    for rollout_id, r in fresh:
-        for index, turn in enumerate(r.get("turns") or []):
-            turn_id = next(turn_ids)
-            content, blob, size, images = _body(turn.get("content"), refs)
-            metadata = turn.get("metadata") or {}
-            if images:
-                metadata = {**metadata, "images": [*(metadata.get("images") or []), *images]}
-            turn_rows.append((
-                turn_id, rollout_id, index, (turn.get("role") or "")[:32], content, blob, size,
-                turn.get("reasoning") or "", turn.get("input_tokens"), turn.get("output_tokens"),
-                turn.get("latency"), (turn.get("model") or "")[:500], _dumps(metadata) if metadata else "{}",
-            ))
-            add_calls(turn.get("tool_calls") or [], turn_id, rollout_id, None)
-
+    # Turn rows go into the COPY as they are built, so Postgres stores them while Python builds the
+    # rest; tool calls (a second COPY, which cannot start before the first ends) are collected.
     raw = cur.cursor  # the psycopg cursor: COPY is the fastest way in
     with raw.copy(
         "COPY runs_turn (id, rollout_id, index, role, content, content_blob, content_size, reasoning, "
         "input_tokens, output_tokens, latency, model, metadata) FROM STDIN"
     ) as copy:
-        for row in turn_rows:
-            copy.write_row(row)
+        for rollout_id, r in fresh:
+            for index, turn in enumerate(r.get("turns") or []):
+                turn_id = next(turn_ids)
+                content, blob, size, images = _body(turn.get("content"), refs)
+                metadata = turn.get("metadata") or {}
+                if images:
+                    metadata = {**metadata, "images": [*(metadata.get("images") or []), *images]}
+                copy.write_row((
+                    turn_id, rollout_id, index, (turn.get("role") or "")[:32], content, blob, size,
+                    turn.get("reasoning") or "", turn.get("input_tokens"), turn.get("output_tokens"),
+                    turn.get("latency"), (turn.get("model") or "")[:500], _dumps(metadata) if metadata else "{}",
+                ))
+                add_calls(turn.get("tool_calls") or [], turn_id, rollout_id, None)
     if call_rows:
         with raw.copy(
             "COPY runs_toolcall (id, turn_id, rollout_id, parent_id, index, call_id, name, arguments, output, "
