@@ -27,13 +27,17 @@ def project_for_user(user: Any, slug: str, *, role: str = Role.VIEWER) -> tuple[
     project = Project.objects.filter(slug=slug).first()
     if project is None:
         raise Http404("no such project")
+    return project, _member(user, project, role)
+
+
+def _member(user: Any, project: Project, role: str) -> Membership:
     membership = membership_for(user, project)
     if membership is None:
         raise Http404("no such project")
     if not membership.allows(role):
         # A member without the role knows the project exists; still 404 for the object.
         raise Http404("not allowed")
-    return project, membership
+    return membership
 
 
 def projects_for_user(user: Any) -> list[Project]:
@@ -54,7 +58,7 @@ def run_for_user(user: Any, run_id: str, *, write: bool = False, slug: str | Non
     run = Run.objects.select_related("project").filter(public_id=run_id).first()
     if run is None or (slug is not None and run.project.slug != slug):
         raise Http404("no such run")
-    project_for_user(user, run.project.slug, role=Role.EDITOR if write else Role.VIEWER)
+    _member(user, run.project, Role.EDITOR if write else Role.VIEWER)  # the project came with the run
     return run
 
 
@@ -64,7 +68,7 @@ def rollout_for_user(user: Any, rollout_id: int) -> Rollout:
     rollout = Rollout.objects.select_related("run__project", "example").filter(pk=rollout_id).first()
     if rollout is None:
         raise Http404("no such rollout")
-    project_for_user(user, rollout.run.project.slug)
+    _member(user, rollout.run.project, Role.VIEWER)
     return rollout
 
 
