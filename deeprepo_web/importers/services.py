@@ -42,7 +42,7 @@ MAX_PROBLEMS = 500  # kept in the report; the rest are counted
 PROGRESS_EVERY = 1.0  # seconds between progress callbacks
 
 # Shown on a queued job whose task message could not be sent (cleared once it is).
-QUEUE_AWAY = "the task queue is unreachable; the import will start once it is back"
+QUEUE_AWAY = "The task queue is unreachable; the import will start once it is back."
 RESEND_BATCH = 100  # jobs re-sent per beat pass
 
 Progress = Callable[[int], None]
