@@ -413,7 +413,7 @@ def import_path(
     limits = ZipLimits(max_total_bytes=settings.DEEPREPO_IMPORT_MAX_UNZIPPED_BYTES,
                        max_entries=settings.DEEPREPO_IMPORT_MAX_ZIP_ENTRIES)
     last_tick = time.monotonic()
-    # Big inputs parse in a child process, on the other core; starting one costs ~0.5 s.
+    # Big inputs parse in a child process, on the other core; starting one costs ~0.1 s.
     big = _input_bytes(p) >= settings.DEEPREPO_IMPORT_PARSE_PROCESS_BYTES
     source = parse_piped(p, fmt=fmt, limits=limits) if big else parse(p, fmt=fmt, limits=limits)
     events: Iterable[Any] = _prefetched(source)
