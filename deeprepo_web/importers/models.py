@@ -33,6 +33,8 @@ class ImportJob(models.Model):
     # reached the broker, or died with it) is sent again by beat (importers.services.import_jobs_resend).
     sent_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
+    # Renewed while an import runs; a running job whose heartbeat stopped lost its worker.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

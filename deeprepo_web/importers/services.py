@@ -25,6 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from deeprepo_client.formats import ZipLimits, detect, parse, patch_touches_tests
@@ -541,12 +542,16 @@ def import_job_send(*, job_id: int) -> bool:
 
 
 def import_jobs_resend() -> int:
-    """Beat: send run_import again for jobs still queued a stale window after their last send.
+    """Beat: send run_import again for jobs that lost their message or their worker.
 
-    Their message never reached the broker, or died with it (Redis restarted empty). A job that
-    merely waits behind others gets a duplicate, which is harmless: import_job_run starts a job once."""
+    Still queued a stale window after the last send: the message never reached the broker, or died
+    with it (Redis restarted empty). Running with a heartbeat that stopped a stale window ago: the
+    worker died mid-import. A job that merely waits behind others gets a duplicate, which is
+    harmless: import_job_run claims a job once."""
     stale = timezone.now() - timedelta(seconds=settings.DEEPREPO_IMPORT_STALE_SECONDS)
-    waiting = ImportJob.objects.filter(status=ImportStatus.QUEUED, sent_at__lt=stale).order_by("pk")
+    waiting = ImportJob.objects.filter(
+        Q(status=ImportStatus.QUEUED, sent_at__lt=stale) | Q(status=ImportStatus.RUNNING, heartbeat_at__lt=stale)
+    ).order_by("pk")
     sent = 0
     for job_id in waiting.values_list("pk", flat=True)[:RESEND_BATCH]:
         if not import_job_send(job_id=job_id):
@@ -555,11 +560,43 @@ def import_jobs_resend() -> int:
     return sent
 
 
+def _claimable(now: datetime) -> Q:
+    dead = now - timedelta(seconds=settings.DEEPREPO_IMPORT_STALE_SECONDS)
+    return Q(status=ImportStatus.QUEUED) | Q(status=ImportStatus.RUNNING, heartbeat_at__lt=dead)
+
+
+@contextmanager
+def _heartbeat(job_id: int) -> Iterator[None]:
+    """Renew the job's heartbeat from a thread while the import runs, whatever the import is doing
+    (a long batch, a slow parse): only a dead process stops it."""
+    stop = threading.Event()
+    every = max(0.5, settings.DEEPREPO_IMPORT_STALE_SECONDS / 4)
+
+    def beat() -> None:
+        try:
+            while not stop.wait(every):
+                ImportJob.objects.filter(pk=job_id, status=ImportStatus.RUNNING).update(heartbeat_at=timezone.now())
+        finally:
+            connection.close()  # this thread's own connection
+
+    thread = threading.Thread(target=beat, name=f"deeprepo-import-heartbeat-{job_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=every + 30)
+
+
 def import_job_run(*, job_id: int) -> ImportJob | None:
-    """Run one queued import. A duplicate (or late) call changes nothing: queued -> running is conditional."""
+    """Run one queued import, or take over one whose worker died (its heartbeat stopped).
+
+    A duplicate (or late) call changes nothing: the claim is conditional. Taking over imports the
+    file again from the start; what the dead worker stored is found and not doubled.
+    """
     now = timezone.now()
-    if not ImportJob.objects.filter(pk=job_id, status=ImportStatus.QUEUED).update(
-            status=ImportStatus.RUNNING, started_at=now, error=""):
+    if not ImportJob.objects.filter(_claimable(now), pk=job_id).update(
+            status=ImportStatus.RUNNING, started_at=now, heartbeat_at=now, error=""):
         return None
     job = ImportJob.objects.select_related("project").get(pk=job_id)
 
@@ -569,8 +606,9 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
     path = Path(job.path)
     root = path.parent if path.is_file() else path
     try:
-        report = import_path(project=job.project, path=path, fmt=job.fmt or None, progress=progress,
-                             display_root=root, display_name=job.source_name)
+        with _heartbeat(job_id):
+            report = import_path(project=job.project, path=path, fmt=job.fmt or None, progress=progress,
+                                 display_root=root, display_name=job.source_name)
     except Exception as exc:  # a bug, not bad input: say so on the page instead of a silent 'running'
         ImportJob.objects.filter(pk=job_id).update(
             status=ImportStatus.FAILED, error=_exc_line(exc), finished_at=timezone.now())
