@@ -161,7 +161,8 @@ if CELERY_BROKER_URL.startswith("redis"):
 # Jobs: follow every active job's state and log tail this often (seconds).
 DEEPREPO_JOB_SYNC_SECONDS = float(env_str("DEEPREPO_JOB_SYNC_SECONDS", "2"))
 # Imports: a job still queued this long after its task was sent lost the message (the broker was
-# away at upload, or restarted empty): beat sends it again.
+# away at upload, or restarted empty), and a running one whose heartbeat stopped this long ago lost
+# its worker: beat sends either again.
 DEEPREPO_IMPORT_STALE_SECONDS = float(env_str("DEEPREPO_IMPORT_STALE_SECONDS", "120"))
 CELERY_BEAT_SCHEDULE = {
     "sync-jobs": {

@@ -39,7 +39,7 @@ def run_import(job_id: int) -> str:
 
 @app.task(name="deeprepo.imports.resend", soft_time_limit=60, time_limit=90, ignore_result=True)
 def resend_imports() -> int:
-    """Beat: send run_import again for imports whose message was lost (see import_jobs_resend)."""
+    """Beat: send run_import again for imports whose message or worker was lost (see import_jobs_resend)."""
     from deeprepo_web.importers.services import import_jobs_resend
 
     return import_jobs_resend()

@@ -8,6 +8,7 @@ outliers (an 18-turn rollout among 5-9-turn ones).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,7 +54,7 @@ def sub_calls_per_batch(rollout: Mapping[str, Any], batch_tools: Sequence[str] =
     ]
 
 
-def error_text(call: Mapping[str, Any]) -> str | None:
+def _error_text(call: Mapping[str, Any]) -> str | None:
     if not call.get("is_error"):
         return None
     text = str(call.get("output") or "").strip()
@@ -72,9 +73,63 @@ class RepeatedError:
 def repeated_errors(rollout: Mapping[str, Any], min_count: int = 2) -> list[RepeatedError]:
     """Identical error texts seen at least min_count times in one rollout, most frequent first."""
     counts = Counter(
-        text for call in iter_tool_calls(rollout, nested=True) if (text := error_text(call)) is not None
+        text for call in iter_tool_calls(rollout, nested=True) if (text := _error_text(call)) is not None
     )
     return [RepeatedError(text, n) for text, n in counts.most_common() if n >= min_count]
+
+
+def rollout_counts(rollout: Mapping[str, Any]) -> dict[str, Any]:
+    """All the counts above in one depth-first walk over the calls (ingest computes it per rollout).
+
+    tool_calls by name (top level, 50 most used), sub_calls (nested), batches and the largest
+    fan-out, tool_errors, the most repeated error and its count, and the tokens and cost of calls
+    per model (sub_tokens: [input, output, cost, calls that carried a cost]).
+    """
+    tools: Counter[str] = Counter()
+    fanout: list[int] = []
+    errors: Counter[str] = Counter()
+    sub_tokens: dict[str, list[float]] = {}
+    n_calls = n_errors = 0
+
+    def visit(calls: Iterable[Mapping[str, Any]], top: bool) -> None:
+        nonlocal n_calls, n_errors
+        for call in calls:
+            subs = call.get("sub_calls") or ()
+            n_calls += 1
+            if top:
+                tools[str(call.get("name"))] += 1
+                if call.get("name") in BATCH_TOOLS:
+                    fanout.append(len(subs))
+            if (text := _error_text(call)) is not None:
+                n_errors += 1
+                errors[text] += 1
+            tin, tout, cost = call.get("input_tokens"), call.get("output_tokens"), call.get("cost")
+            if tin is not None or tout is not None or cost is not None:
+                entry = sub_tokens.setdefault(str(call.get("model") or "")[:200], [0, 0, 0.0, 0])
+                entry[0] += int(tin or 0)
+                entry[1] += int(tout or 0)
+                if isinstance(cost, int | float) and math.isfinite(cost):
+                    entry[2] += float(cost)
+                    entry[3] += 1
+            visit(subs, False)
+
+    for turn in rollout.get("turns") or ():
+        visit(turn.get("tool_calls") or (), True)
+    repeated = errors.most_common(1)  # ties: the first seen, as in repeated_errors
+    out: dict[str, Any] = {
+        "tool_calls": {name[:200]: n for name, n in tools.most_common(50)},
+        "sub_calls": n_calls - sum(tools.values()),
+        "batches": len(fanout),
+        "tool_errors": n_errors,
+        "repeated_error_max": repeated[0][1] if repeated else 0,
+    }
+    if fanout:
+        out["sub_calls_per_batch_max"] = max(fanout)
+    if repeated and repeated[0][1] > 1:
+        out["repeated_error"] = repeated[0][0][:300]
+    if sub_tokens:
+        out["sub_tokens"] = sub_tokens
+    return out
 
 
 def metric_value(rollout: Mapping[str, Any], name: str) -> float | None:

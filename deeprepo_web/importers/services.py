@@ -47,6 +47,8 @@ QUEUE_AWAY = "The task queue is unreachable; the import will start once it is ba
 RESEND_BATCH = 100  # jobs re-sent per beat pass
 
 Progress = Callable[[int], None]
+# What a batch that Postgres (or the ingest service) refused raises: reported, and the import goes on.
+_REFUSED = (runs.IngestError, DatabaseError, ValueError, TypeError, KeyError)
 
 
 @dataclass
@@ -191,7 +193,7 @@ class _Importer:
         try:
             with _batch_transaction():
                 self.by_ref[ev.ref].points += runs.metrics_ingest(run=run, points=ev.points)  # type: ignore[arg-type]
-        except (runs.IngestError, DatabaseError, ValueError, TypeError, KeyError) as exc:
+        except _REFUSED as exc:
             runs._known_series.clear()  # the failed batch's series rows were rolled back with it
             steps = [p["step"] for p in ev.points if isinstance(p, dict) and isinstance(p.get("step"), int)]
             where = f"{len(ev.points)} metric rows (steps {min(steps)}–{max(steps)})" if steps else "metric rows"
@@ -208,26 +210,23 @@ class _Importer:
         rep = self.by_ref[ev.ref]
         rep.rollouts_received += len(records)
         try:
-            with _batch_transaction():
-                rep.rollouts += runs.rollouts_ingest(run=run, rollouts=records)  # type: ignore[arg-type]
+            rep.rollouts += _rollouts_store(run, records)  # type: ignore[arg-type]
             return
-        except (runs.IngestError, DatabaseError, ValueError, TypeError, KeyError):
+        except _REFUSED:
             pass
         # Postgres refuses NUL bytes and lone surrogates in text; model output has both. Cleaning
         # every batch up front costs a deep copy, so only a refused batch pays for it.
         cleaned = clean_deep(records)
         try:
-            with _batch_transaction():
-                rep.rollouts += runs.rollouts_ingest(run=run, rollouts=cleaned)
+            rep.rollouts += _rollouts_store(run, cleaned)
             return
-        except (runs.IngestError, DatabaseError, ValueError, TypeError, KeyError):
+        except _REFUSED:
             pass
         # Still refused: one by one, so the good rollouts stay and each bad one is named.
         for r in cleaned:
             try:
-                with _batch_transaction():
-                    rep.rollouts += runs.rollouts_ingest(run=run, rollouts=[r])
-            except (runs.IngestError, DatabaseError, ValueError, TypeError, KeyError) as exc:
+                rep.rollouts += _rollouts_store(run, [r])
+            except _REFUSED as exc:
                 what = f"rollout of example {str(r.get('example_key'))[:80]!r} (sample {r.get('sample_index')})"
                 self._batch_problem(ev.ref, what, exc)
 
@@ -300,6 +299,11 @@ class _Importer:
                 self.rep_by_pk[run_id] = rep
                 self.report.runs.append(rep)
             rep.rewards_attached += n
+
+
+def _rollouts_store(run: Run, records: list[dict[str, Any]]) -> int:
+    with _batch_transaction():
+        return runs.rollouts_ingest(run=run, rollouts=records)
 
 
 @contextmanager
@@ -548,10 +552,9 @@ def import_jobs_resend() -> int:
     with it (Redis restarted empty). Running with a heartbeat that stopped a stale window ago: the
     worker died mid-import. A job that merely waits behind others gets a duplicate, which is
     harmless: import_job_run claims a job once."""
-    stale = timezone.now() - timedelta(seconds=settings.DEEPREPO_IMPORT_STALE_SECONDS)
-    waiting = ImportJob.objects.filter(
-        Q(status=ImportStatus.QUEUED, sent_at__lt=stale) | Q(status=ImportStatus.RUNNING, heartbeat_at__lt=stale)
-    ).order_by("pk")
+    stale = _stale_before(timezone.now())
+    waiting = ImportJob.objects.filter(Q(status=ImportStatus.QUEUED, sent_at__lt=stale) | _worker_lost(stale))
+    waiting = waiting.order_by("pk")
     sent = 0
     for job_id in waiting.values_list("pk", flat=True)[:RESEND_BATCH]:
         if not import_job_send(job_id=job_id):
@@ -560,9 +563,13 @@ def import_jobs_resend() -> int:
     return sent
 
 
-def _claimable(now: datetime) -> Q:
-    dead = now - timedelta(seconds=settings.DEEPREPO_IMPORT_STALE_SECONDS)
-    return Q(status=ImportStatus.QUEUED) | Q(status=ImportStatus.RUNNING, heartbeat_at__lt=dead)
+def _stale_before(now: datetime) -> datetime:
+    return now - timedelta(seconds=settings.DEEPREPO_IMPORT_STALE_SECONDS)
+
+
+def _worker_lost(stale: datetime) -> Q:
+    """Running, but its heartbeat stopped a stale window ago: the process importing it died."""
+    return Q(status=ImportStatus.RUNNING, heartbeat_at__lt=stale)
 
 
 @contextmanager
@@ -595,7 +602,8 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
     file again from the start; what the dead worker stored is found and not doubled.
     """
     now = timezone.now()
-    if not ImportJob.objects.filter(_claimable(now), pk=job_id).update(
+    claimable = Q(status=ImportStatus.QUEUED) | _worker_lost(_stale_before(now))
+    if not ImportJob.objects.filter(claimable, pk=job_id).update(
             status=ImportStatus.RUNNING, started_at=now, heartbeat_at=now, error=""):
         return None
     job = ImportJob.objects.select_related("project").get(pk=job_id)

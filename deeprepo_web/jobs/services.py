@@ -17,13 +17,13 @@ import importlib
 import inspect
 import logging
 import random
-import re
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.validators import slug_re
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
@@ -83,7 +83,6 @@ KIND_SECRETS: dict[str, tuple[str, ...]] = {
 _NUMERIC_SETTINGS = {"port": int, "command_timeout": float, "connect_timeout": float, "timeout": float,
                      "submit_timeout": float, "kill_grace_s": float}
 RESOURCE_FIELDS = ("partition", "gpus", "cpus", "mem", "time_limit", "account", "ray_resources")
-_SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")  # what the template URLs accept (Django's <slug:…>)
 
 _JOB_TO_RUN: dict[str, str] = {
     JobStatus.RUNNING: RunStatus.RUNNING,
@@ -158,7 +157,7 @@ def template_save(
     description: str = "", import_outputs: bool = False, template: JobTemplate | None = None,
 ) -> JobTemplate:
     """Validate and save a project template; a placeholder without a parameter is refused."""
-    if not _SLUG.fullmatch(slug):
+    if not slug_re.match(slug) or len(slug) > JobTemplate._meta.get_field("slug").max_length:  # type: ignore[operator]
         raise JobInputError("slug", "letters, digits, - and _ only (at most 64)")  # it goes into URLs
     name, description, command_template = clean_text(name), clean_text(description), clean_text(command_template)
     try:

@@ -13,7 +13,6 @@ import json
 import logging
 import math
 import re
-from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -435,58 +434,15 @@ def _count_calls(calls: list[dict[str, Any]]) -> int:
 def rollout_behaviour(record: dict[str, Any]) -> dict[str, Any]:
     """Behaviour counts of one rollout record, kept in Rollout.metrics["behaviour"].
 
-    Computed here, from the record already in memory, so pages never walk turns and tool calls:
-    tool calls by name (top level), sub-calls (nested, e.g. the fan-out of llm_batch), the largest
-    count of one identical error, and the sub-LLM tokens per model for the cost split. One
-    depth-first walk over the calls: this runs for every rollout an import stores.
+    Computed here, from the record already in memory, so pages never walk turns and tool calls.
+    Its only text (tool and model names, an error line) comes from the model: cleaned for jsonb.
     """
-    tools: Counter[str] = Counter()
-    fanout: list[int] = []
-    error_texts: Counter[str] = Counter()
-    sub_tokens: dict[str, list[float]] = {}
-    counts = [0, 0]  # calls at any depth, calls with is_error
-
-    def visit(calls: list[dict[str, Any]], top: bool) -> None:
-        for call in calls:
-            subs = call.get("sub_calls") or ()
-            if top:
-                tools[clean_text(str(call.get("name")))] += 1
-                if call.get("name") in behaviour_stats.BATCH_TOOLS:
-                    fanout.append(len(subs))
-            counts[0] += 1
-            if call.get("is_error"):
-                counts[1] += 1
-                error_texts[behaviour_stats.error_text(call) or ""] += 1
-            tin, tout, cost = call.get("input_tokens"), call.get("output_tokens"), call.get("cost")
-            if tin is not None or tout is not None or cost is not None:
-                entry = sub_tokens.setdefault(clean_text(str(call.get("model") or "")[:200]), [0, 0, 0.0, 0])
-                entry[0] += int(tin or 0)
-                entry[1] += int(tout or 0)
-                if isinstance(cost, int | float) and math.isfinite(cost):
-                    entry[2] += float(cost)
-                    entry[3] += 1  # how many of the calls carried their own cost
-            if subs:
-                visit(subs, False)
-
-    for turn in record.get("turns") or ():
-        calls = turn.get("tool_calls")
-        if calls:
-            visit(calls, True)
-    top = sum(tools.values())
-    repeats = error_texts.most_common(1)
-    out: dict[str, Any] = {
-        "tool_calls": {name[:200]: n for name, n in tools.most_common(50)},
-        "sub_calls": counts[0] - top,
-        "batches": len(fanout),
-        "tool_errors": counts[1],
-        "repeated_error_max": repeats[0][1] if repeats else 0,
-    }
-    if fanout:
-        out["sub_calls_per_batch_max"] = max(fanout)
-    if repeats and repeats[0][1] > 1:
-        out["repeated_error"] = clean_text(repeats[0][0][:300])
-    if sub_tokens:
-        out["sub_tokens"] = sub_tokens
+    out = behaviour_stats.rollout_counts(record)
+    out["tool_calls"] = {clean_text(name): n for name, n in out["tool_calls"].items()}
+    if "sub_tokens" in out:
+        out["sub_tokens"] = {clean_text(model): v for model, v in out["sub_tokens"].items()}
+    if "repeated_error" in out:
+        out["repeated_error"] = clean_text(out["repeated_error"])
     return out
 
 

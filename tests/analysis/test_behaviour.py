@@ -7,6 +7,7 @@ from deeprepo_web.analysis.behaviour import (
     metric_value,
     num_turns,
     repeated_errors,
+    rollout_counts,
     sub_calls_per_batch,
     summarize,
     tool_call_counts,
@@ -89,3 +90,20 @@ def test_summarize() -> None:
     assert summary.sub_calls_per_batch == 3.0
     assert summary.worst_repeated_error is None
     assert math.isnan(summarize([]).sub_calls_per_batch)
+
+
+def test_rollout_counts_agrees_with_the_single_counts() -> None:
+    r = _rollout()
+    r["turns"][0]["tool_calls"] += [{"name": "python", "is_error": True, "output": SYNTAX},
+                                    {"name": "python", "is_error": True, "output": "x\nValueError: y"},
+                                    {"name": "python", "is_error": True, "output": SYNTAX}]
+    r["turns"][1]["tool_calls"][0]["sub_calls"][0].update(model="m1", input_tokens=10, output_tokens=3, cost=0.5)
+    r["turns"][1]["tool_calls"][0]["sub_calls"][1].update(model="m1", input_tokens=5, cost=float("nan"))
+    counts = rollout_counts(r)
+    top = tool_call_counts(r)
+    assert counts["tool_calls"] == dict(top)
+    assert counts["sub_calls"] == sum(tool_call_counts(r, nested=True).values()) - sum(top.values()) == 6
+    assert (counts["batches"], counts["sub_calls_per_batch_max"]) == (len(sub_calls_per_batch(r)), 4)
+    worst = repeated_errors(r, min_count=1)[0]
+    assert (counts["repeated_error"], counts["repeated_error_max"], counts["tool_errors"]) == (worst.text, 2, 3)
+    assert counts["sub_tokens"] == {"m1": [15, 3, 0.5, 1]}  # a NaN cost is not added, nor counted
