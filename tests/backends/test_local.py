@@ -8,6 +8,7 @@ import pytest
 
 from tests.backends.helpers import hostile_values, probe_command, probe_env, wait_file, wait_state
 from tests.infra._proc import pid_alive
+from tests.jobs.conftest import wait_for
 from workers.backends import Backend, BackendError, JobSpec, JobState, backend_for
 
 DONE = {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.LOST}
@@ -31,6 +32,18 @@ def test_failing_command_reports_exit_code_and_log_tail(local_backend: Backend, 
     assert (status.state, status.exit_code) == (JobState.FAILED, 3)
     assert "code 3" in status.reason
     assert local_backend.logs(jid, tail_bytes=11) == "probe done\n"
+
+
+def test_cancel_kills_a_child_that_ignores_sigterm(local_backend: Backend, work: Path) -> None:
+    # The job's shell dies on SIGTERM at once; its child ignores it. Cancel must not stop at the
+    # shell: whatever is left in the job's process group after the grace period gets SIGKILL.
+    pidfile = work / "child.pid"
+    script = f"(trap '' TERM; exec sleep 60) & echo $! > {pidfile}; wait"
+    jid = local_backend.submit(JobSpec(job_id="c2", command=script))
+    child = int(wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), what="child pid"))
+    local_backend.cancel(jid)
+    assert not pid_alive(child)
+    assert wait_state(local_backend, jid, DONE, timeout=10).state is JobState.CANCELLED
 
 
 def test_cancel_kills_the_process_group(local_backend: Backend, work: Path) -> None:

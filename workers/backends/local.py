@@ -42,6 +42,20 @@ def _proc_start_ticks(pid: int) -> int | None:
     return int(fields[19])
 
 
+def _group_alive(group: int) -> bool:
+    """Whether any process of the process group is still running (zombies do not count)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone while we looked
+        if fields[0] != "Z" and int(fields[2]) == group:
+            return True
+    return False
+
+
 def _read_int(path: Path) -> int | None:
     try:
         return int(path.read_text().strip())
@@ -178,16 +192,21 @@ class LocalBackend(Backend):
             return
         # Marker first: whatever exit status follows, the job was cancelled on purpose.
         (job_dir / "cancelled").touch()
-        pid = int(str(meta["pid"]))
+        group = int(str(meta["pid"]))  # the job's own session: its process group has the leader's pid
         grace = float(self.setting("kill_grace_s", 5))
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGTERM)
+            os.killpg(group, signal.SIGTERM)
+        # Wait for the whole group, not the leader alone: a child may outlive the shell, or ignore
+        # SIGTERM (data loader workers do), and must not be left running on the machine.
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and self._alive(meta):
+        while time.monotonic() < deadline and _group_alive(group):
             time.sleep(0.05)
-        if self._alive(meta):
+        if _group_alive(group):
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
+                os.killpg(group, signal.SIGKILL)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and _group_alive(group):
+                time.sleep(0.05)
 
     def logs(self, external_id: str, tail_bytes: int = 64_000) -> str:
         meta = self._meta(external_id)
