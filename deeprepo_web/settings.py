@@ -200,3 +200,6 @@ DEEPREPO_IMPORT_MAX_UNZIPPED_BYTES = env_int("DEEPREPO_IMPORT_MAX_UNZIPPED_BYTES
 DEEPREPO_IMPORT_MAX_ZIP_ENTRIES = env_int("DEEPREPO_IMPORT_MAX_ZIP_ENTRIES", 200_000)
 # Inputs of at least this many bytes are parsed in a child process, beside the database writes.
 DEEPREPO_IMPORT_PARSE_PROCESS_BYTES = env_int("DEEPREPO_IMPORT_PARSE_PROCESS_BYTES", 8 * 1024 * 1024)
+# Such inputs store rollout batches from this many threads, each on its own database connection
+# (while one builds rows, the others' batches are in Postgres); 0 stores them one at a time.
+DEEPREPO_IMPORT_WRITERS = env_int("DEEPREPO_IMPORT_WRITERS", 3)

@@ -117,6 +117,7 @@ class _Importer:
         self.by_ref: dict[str, RunReport] = {}
         self.matched: dict[str, set[str]] = {}  # ref -> example keys whose rewards went to other runs
         self.rep_by_pk: dict[int, RunReport] = {}
+        self.writers: _Writers | None = None
 
     # ------------------------------------------------------------ runs
 
@@ -207,28 +208,25 @@ class _Importer:
             if not records:
                 return
         run = self.run_for(ev.ref)
-        rep = self.by_ref[ev.ref]
-        rep.rollouts_received += len(records)
-        try:
-            rep.rollouts += _rollouts_store(run, records)  # type: ignore[arg-type]
-            return
-        except _REFUSED:
-            pass
-        # Postgres refuses NUL bytes and lone surrogates in text; model output has both. Cleaning
-        # every batch up front costs a deep copy, so only a refused batch pays for it.
-        cleaned = clean_deep(records)
-        try:
-            rep.rollouts += _rollouts_store(run, cleaned)
-            return
-        except _REFUSED:
-            pass
-        # Still refused: one by one, so the good rollouts stay and each bad one is named.
-        for r in cleaned:
-            try:
-                rep.rollouts += _rollouts_store(run, [r])
-            except _REFUSED as exc:
-                what = f"rollout of example {str(r.get('example_key'))[:80]!r} (sample {r.get('sample_index')})"
-                self._batch_problem(ev.ref, what, exc)
+        self.by_ref[ev.ref].rollouts_received += len(records)
+        if self.writers is None:
+            self._stored(ev.ref, _rollouts_save(run, records))  # type: ignore[arg-type]
+        else:
+            self.writers.submit(ev.ref, run, records)  # type: ignore[arg-type]
+            for ref, outcome in self.writers.done():
+                self._stored(ref, outcome)
+
+    def drain(self) -> None:
+        """Wait for the batches the writer threads still hold (before rewards look up rollouts, and at the end)."""
+        if self.writers is not None:
+            for ref, outcome in self.writers.drain():
+                self._stored(ref, outcome)
+
+    def _stored(self, ref: str, outcome: tuple[int, list[tuple[str, Exception]]]) -> None:
+        stored, refused = outcome
+        self.by_ref[ref].rollouts += stored
+        for what, exc in refused:
+            self._batch_problem(ref, what, exc)
 
     def rewards(self, ev: RewardsEvent) -> None:
         """Attach results (SWE-bench) to the rollouts that produced them, matched by example key.
@@ -304,6 +302,88 @@ class _Importer:
 def _rollouts_store(run: Run, records: list[dict[str, Any]]) -> int:
     with _batch_transaction():
         return runs.rollouts_ingest(run=run, rollouts=records)
+
+
+def _rollouts_save(run: Run, records: list[dict[str, Any]]) -> tuple[int, list[tuple[str, Exception]]]:
+    """Store one batch; returns (rollouts stored, [(which rollout, why refused)])."""
+    try:
+        return _rollouts_store(run, records), []
+    except _REFUSED:
+        pass
+    # Postgres refuses NUL bytes and lone surrogates in text; model output has both. Cleaning
+    # every batch up front costs a deep copy, so only a refused batch pays for it.
+    cleaned = clean_deep(records)
+    try:
+        return _rollouts_store(run, cleaned), []
+    except _REFUSED:
+        pass
+    # Still refused: one by one, so the good rollouts stay and each bad one is named.
+    stored = 0
+    refused: list[tuple[str, Exception]] = []
+    for r in cleaned:
+        try:
+            stored += _rollouts_store(run, [r])
+        except _REFUSED as exc:
+            refused.append((f"rollout of example {str(r.get('example_key'))[:80]!r} (sample {r.get('sample_index')})", exc))
+    return stored, refused
+
+
+class _Writers:
+    """Threads that store rollout batches, each on its own connection.
+
+    One thread alternates Python (building rows) with waiting for Postgres; with two, one builds while
+    the other's batch is in Postgres, so the importer and its Postgres backends use both cores.
+    Results come back to the importing thread, which owns the report.
+    """
+
+    def __init__(self, threads: int) -> None:
+        # One batch waits while every thread works on one: enough to keep them busy, and few batches in memory.
+        self.todo: queue.Queue[tuple[int, str, Run, list[dict[str, Any]]] | None] = queue.Queue(maxsize=1)
+        self.results: queue.Queue[tuple[int, str, Any]] = queue.Queue()
+        self.sent = self.received = 0
+        self.threads = [threading.Thread(target=self._work, name=f"deeprepo-import-write-{i}", daemon=True)
+                        for i in range(threads)]
+        for t in self.threads:
+            t.start()
+
+    def _work(self) -> None:
+        try:
+            while (item := self.todo.get()) is not None:
+                seq, ref, run, records = item
+                try:
+                    outcome: Any = _rollouts_save(run, records)
+                except BaseException as exc:  # a bug: handed to the importing thread, which raises it
+                    outcome = exc
+                self.results.put((seq, ref, outcome))
+        finally:
+            connection.close()  # this thread's own connection
+
+    def submit(self, ref: str, run: Run, records: list[dict[str, Any]]) -> None:
+        self.todo.put((self.sent, ref, run, records))
+        self.sent += 1
+
+    def _take(self, block: bool) -> Iterator[tuple[str, tuple[int, list[tuple[str, Exception]]]]]:
+        while self.received < self.sent:
+            try:
+                _, ref, outcome = self.results.get(block=block)
+            except queue.Empty:
+                return
+            self.received += 1
+            if isinstance(outcome, BaseException):
+                raise outcome
+            yield ref, outcome
+
+    def done(self) -> Iterator[tuple[str, tuple[int, list[tuple[str, Exception]]]]]:
+        return self._take(block=False)
+
+    def drain(self) -> Iterator[tuple[str, tuple[int, list[tuple[str, Exception]]]]]:
+        return self._take(block=True)
+
+    def close(self) -> None:
+        for _ in self.threads:
+            self.todo.put(None)
+        for t in self.threads:
+            t.join(timeout=300)
 
 
 @contextmanager
@@ -422,22 +502,32 @@ def import_path(
     big = _input_bytes(p) >= settings.DEEPREPO_IMPORT_PARSE_PROCESS_BYTES
     source = parse_piped(p, fmt=fmt, limits=limits) if big else parse(p, fmt=fmt, limits=limits)
     events: Iterable[Any] = _prefetched(source)
-    for ev in events:
-        if isinstance(ev, Problem):
-            report.problem(display(ev.file), ev.line, ev.message, ev.fatal)
-        elif isinstance(ev, RunEvent):
-            imp.run_event(ev)
-        elif isinstance(ev, MetricsEvent):
-            imp.metrics(ev)
-            report.rows += len(ev.points)
-        elif isinstance(ev, RolloutsEvent):
-            imp.rollouts(ev)
-            report.rows += len(ev.rollouts)
-        elif isinstance(ev, RewardsEvent):
-            imp.rewards(ev)
-        if progress is not None and time.monotonic() - last_tick >= PROGRESS_EVERY:
-            last_tick = time.monotonic()
-            progress(report.rows)
+    # Big inputs store their rollouts from threads on connections of their own, so never inside a
+    # caller's transaction (they could not see its rows).
+    if big and settings.DEEPREPO_IMPORT_WRITERS > 0 and not connection.in_atomic_block:
+        imp.writers = _Writers(threads=settings.DEEPREPO_IMPORT_WRITERS)
+    try:
+        for ev in events:
+            if isinstance(ev, Problem):
+                report.problem(display(ev.file), ev.line, ev.message, ev.fatal)
+            elif isinstance(ev, RunEvent):
+                imp.run_event(ev)
+            elif isinstance(ev, MetricsEvent):
+                imp.metrics(ev)
+                report.rows += len(ev.points)
+            elif isinstance(ev, RolloutsEvent):
+                imp.rollouts(ev)
+                report.rows += len(ev.rollouts)
+            elif isinstance(ev, RewardsEvent):
+                imp.drain()  # rewards look for rollouts: every batch before them is stored first
+                imp.rewards(ev)
+            if progress is not None and time.monotonic() - last_tick >= PROGRESS_EVERY:
+                last_tick = time.monotonic()
+                progress(report.rows)
+        imp.drain()
+    finally:
+        if imp.writers is not None:
+            imp.writers.close()
     imp.finish(had_problems=report.problems_total > 0)
     report.path = display(str(p))
     report.seconds = time.monotonic() - start

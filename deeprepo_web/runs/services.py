@@ -16,6 +16,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 import psycopg
 from django.conf import settings
 from django.db import connection, transaction
@@ -165,22 +166,30 @@ def run_delete(*, run: Run) -> dict[str, int]:
     return {"objects": objects, "blobs": blobs, "metrics": metrics, "rollouts": rollouts}
 
 
-# One encoder for every row: json.dumps with options builds a new one per call.
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_json_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
-def _offload(text: str | None, refs: set[str] | None = None) -> tuple[str, str, int]:
-    """(kept text, blob sha or '', full size in bytes). Bodies past the threshold go to the store."""
+def _dumps(value: Any) -> str:
+    """JSON text for a jsonb column. orjson encodes ~9x faster than json (which was a tenth of an
+    import); NaN and Infinity become null, as clean_deep makes them. What orjson refuses (integers
+    past 64 bits, lone surrogates, odd types) goes to json, so those behave as they always did."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except orjson.JSONEncodeError:
+        return _json_encode(value)
+
+
+def _offload(text: str | None, refs: set[str], limit: int) -> tuple[str, str, int]:
+    """(kept text, blob sha or '', full size in bytes). Bodies past `limit` bytes go to the store."""
     if not text:
         return "", "", 0
-    if text.isascii() and len(text) <= settings.DEEPREPO_BLOB_THRESHOLD:
+    if text.isascii() and len(text) <= limit:
         return text, "", len(text)  # most bodies: the size without encoding a copy
     data = text.encode("utf-8")
-    if len(data) <= settings.DEEPREPO_BLOB_THRESHOLD:
+    if len(data) <= limit:
         return text, "", len(data)
     sha = blob_put(data)
-    if refs is not None:
-        refs.add(sha)
+    refs.add(sha)
     return text[:PREVIEW_CHARS], sha, len(data)
 
 
@@ -219,12 +228,12 @@ def _extract_images(text: str, refs: set[str]) -> tuple[str, list[dict[str, Any]
     return _DATA_IMAGE.sub(swap, text), images
 
 
-def _body(text: str | None, refs: set[str]) -> tuple[str, str, int, list[dict[str, Any]]]:
+def _body(text: str | None, refs: set[str], limit: int) -> tuple[str, str, int, list[dict[str, Any]]]:
     """Images out first, then the size threshold on what is left."""
     images: list[dict[str, Any]] = []
     if text:
         text, images = _extract_images(text, refs)
-    kept, blob, size = _offload(text, refs)
+    kept, blob, size = _offload(text, refs, limit)
     return kept, blob, size, images
 
 
@@ -423,7 +432,13 @@ def _examples_upsert(cur: Any, run: Run, records: list[dict[str, Any]]) -> dict[
 def _next_ids(cur: Any, table: str, n: int) -> list[int]:
     if n == 0:
         return []
-    cur.execute(f"SELECT nextval(pg_get_serial_sequence('{table}', 'id')) FROM generate_series(1, %s)", [n])
+    # The sequence is looked up once: pg_get_serial_sequence per row cost ~6 µs an id, a sixth of
+    # Postgres's time in an import; MATERIALIZED keeps the planner from inlining it into every row.
+    cur.execute(
+        "WITH s AS MATERIALIZED (SELECT pg_get_serial_sequence(%s, 'id')::regclass AS seq) "
+        "SELECT nextval(s.seq) FROM s, generate_series(1, %s)",
+        [table, n],
+    )
     return [row[0] for row in cur.fetchall()]
 
 
@@ -515,11 +530,12 @@ def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[st
     turn_ids = iter(_next_ids(cur, "runs_turn", n_turns))
     call_ids = iter(_next_ids(cur, "runs_toolcall", n_calls))
     call_rows: list[tuple[Any, ...]] = []
+    limit = settings.DEEPREPO_BLOB_THRESHOLD  # read once: a settings lookup per body showed in profiles
 
     def add_calls(calls: list[dict[str, Any]], turn_id: int, rollout_id: int, parent: int | None) -> None:
         for index, call in enumerate(calls):
             call_id = next(call_ids)
-            output, blob, size, _ = _body(call.get("output"), refs)
+            output, blob, size, _ = _body(call.get("output"), refs, limit)
             arguments = call.get("arguments")
             call_rows.append((
                 call_id, turn_id, rollout_id, parent, index, (call.get("call_id") or "")[:200],
@@ -540,7 +556,7 @@ def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[st
         for rollout_id, r in fresh:
             for index, turn in enumerate(r.get("turns") or []):
                 turn_id = next(turn_ids)
-                content, blob, size, images = _body(turn.get("content"), refs)
+                content, blob, size, images = _body(turn.get("content"), refs, limit)
                 metadata = turn.get("metadata") or {}
                 if images:
                     metadata = {**metadata, "images": [*(metadata.get("images") or []), *images]}

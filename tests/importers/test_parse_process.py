@@ -1,12 +1,23 @@
-"""Big inputs are parsed in a child process: the import stores exactly what the in-process path stores."""
+"""Big inputs are parsed in a child process and stored from writer threads (on connections of their
+own, so these tests commit for real): the import stores exactly what the in-process path stores."""
 
 from __future__ import annotations
 
 import json
+import threading
 
+import pytest
+
+from deeprepo_web.runs import services as runs
 from deeprepo_web.runs.models import Rollout, ToolCall
 
 from .conftest import counts, vf_row, write_vf
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _writer_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("deeprepo-import-write")]
 
 
 def test_an_import_parsed_in_a_child_process(tmp_path, do_import, settings):
@@ -16,8 +27,20 @@ def test_an_import_parsed_in_a_child_process(tmp_path, do_import, settings):
     lines.insert(5, '{"example_id": 9, "completion": [')  # malformed in the middle
     folder = write_vf(tmp_path / "run", lines)
     settings.DEEPREPO_IMPORT_PARSE_PROCESS_BYTES = 0  # every input goes through the child
+    settings.DEEPREPO_IMPORT_WRITERS = 2  # and its three batches through two writer threads
+    seen: set[str] = set()
+    ingest = runs.rollouts_ingest
 
-    report = do_import(folder)
+    def spy(**kw):
+        seen.add(threading.current_thread().name)
+        return ingest(**kw)
+
+    runs.rollouts_ingest = spy
+    try:
+        report = do_import(folder)
+    finally:
+        runs.rollouts_ingest = ingest
+    assert seen and all(name.startswith("deeprepo-import-write") for name in seen), seen
     assert [p["line"] for p in report.problems][0] == 6
     refused = [p["message"] for p in report.problems[1:]]
     assert len(refused) == 1 and "rollout of example '350' (sample 0)" in refused[0], refused
@@ -28,3 +51,24 @@ def test_an_import_parsed_in_a_child_process(tmp_path, do_import, settings):
 
     again = do_import(folder)
     assert again.runs[0].rollouts == 0 and Rollout.objects.count() == 1199
+
+
+def test_a_bug_in_a_writer_thread_stops_the_import(tmp_path, do_import, settings, monkeypatch):
+    """Not bad input but a bug (here: injected into the second batch): the import raises it, as the
+    in-process path does, and no writer thread is left behind."""
+    folder = write_vf(tmp_path / "run", [vf_row(i, i // 2) for i in range(1200)])
+    settings.DEEPREPO_IMPORT_PARSE_PROCESS_BYTES = 0
+    settings.DEEPREPO_IMPORT_WRITERS = 2
+    ingest = runs.rollouts_ingest
+    calls = []
+
+    def broken(**kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("a bug in the row builder")
+        return ingest(**kw)
+
+    monkeypatch.setattr(runs, "rollouts_ingest", broken)
+    with pytest.raises(RuntimeError, match="a bug in the row builder"):
+        do_import(folder)
+    assert _writer_threads() == []

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from ..records import (
@@ -29,6 +30,35 @@ ROLLOUT_BATCH = 500
 POINT_BATCH = 5000  # metric values (not points) per MetricsEvent, so wide rows stay bounded too
 
 LFS_PREFIX = b"version https://git-lfs.github.com/spec/"
+
+_orjson: ModuleType | None
+try:
+    import orjson as _orjson
+except ImportError:  # optional (deeprepo-client[fast]): it only makes big files parse faster
+    _orjson = None
+
+
+# orjson reads integers past 64 bits as floats where json keeps them exact, so text with a run of
+# 19 digits goes to json. Found by mapping digits to "0" and the rest to " ": a regex took longer
+# than the decoding it guards.
+_DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_RUN = b"0" * 19
+
+
+def loads(data: str | bytes) -> Any:
+    """json.loads, about twice as fast where orjson is installed.
+
+    orjson takes strict JSON only; what it refuses (NaN, Infinity, lone surrogates, bad lines) goes
+    to json, so values and error messages are json's.
+    """
+    if _orjson is not None:
+        raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+        if raw.translate(_DIGITS).find(_LONG_RUN) < 0:
+            try:
+                return _orjson.loads(raw)
+            except _orjson.JSONDecodeError:
+                pass
+    return json.loads(data)
 
 
 # ---------------------------------------------------------------- ids and numbers
@@ -77,7 +107,7 @@ def maybe_json(v: Any) -> Any:
         s = v.strip()
         if s[:1] in ("{", "[", '"') or s in ("null", "true", "false"):
             try:
-                return json.loads(s)
+                return loads(s)
             except ValueError:
                 return v
     return v
@@ -126,7 +156,7 @@ def iter_jsonl(path: str | Path, *, partial_ok: bool = False, display: str | Non
             if not raw.strip():
                 continue
             try:
-                yield lineno, json.loads(raw)
+                yield lineno, loads(raw)
             except ValueError as e:
                 if not raw.endswith(b"\n"):
                     if not partial_ok:
@@ -138,7 +168,7 @@ def iter_jsonl(path: str | Path, *, partial_ok: bool = False, display: str | Non
 def load_json(path: str | Path, display: str | None = None) -> tuple[Any, Problem | None]:
     try:
         with open(path, "rb") as f:
-            return json.load(f), None
+            return loads(f.read()), None
     except (OSError, ValueError) as e:
         return None, Problem(display or str(path), None, f"unreadable JSON: {e}")
 
@@ -243,7 +273,7 @@ def tool_call(raw: Any) -> ToolCallRecord | None:
     """One tool call from an OpenAI-nested, flat, Inspect-style or JSON-string form."""
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = loads(raw)
         except ValueError:
             return {"name": "unknown", "arguments": raw}
     if not isinstance(raw, dict):
@@ -257,7 +287,7 @@ def tool_call(raw: Any) -> ToolCallRecord | None:
         args = raw.get("arguments", raw.get("args", raw.get("input")))
     if isinstance(args, str):
         try:
-            args = json.loads(args)
+            args = loads(args)
         except ValueError:
             pass  # keep the raw string: the model wrote invalid JSON and that is worth seeing
     rec: ToolCallRecord = {"call_id": raw.get("id"), "name": str(name or "unknown"), "arguments": args}

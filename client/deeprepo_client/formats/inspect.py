@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from ._common import (
     content_text,
     err_text,
     last_assistant_text,
+    loads,
     messages_to_turns,
     num,
     parse_time,
@@ -165,7 +165,7 @@ def parse_eval_zip(path: Path, limits: ZipLimits | None) -> Iterator[Event]:
         for hname in ("header.json", "_journal/start.json"):  # a running log has only the journal
             if hname in names:
                 try:
-                    header = json.loads(z.read(hname))
+                    header = loads(z.read(hname))
                     break
                 except ValueError as e:
                     yield Problem(f"{path}!{hname}", None, f"invalid JSON: {e}")
@@ -183,7 +183,7 @@ def parse_eval_zip(path: Path, limits: ZipLimits | None) -> Iterator[Event]:
 
             for name in sorted((n for n in names if _SAMPLE.match(n)), key=sort_key):
                 try:
-                    s = json.loads(z.read(name))
+                    s = loads(z.read(name))
                     yield sample_to_rollout(s, ident, order)
                 except ZipRejected:
                     raise
@@ -200,7 +200,7 @@ def parse_eval_zip(path: Path, limits: ZipLimits | None) -> Iterator[Event]:
 def parse_json_log(path: Path) -> Iterator[Event]:
     try:
         with open(path, "rb") as f:
-            log = json.load(f)
+            log = loads(f.read())
     except (OSError, ValueError) as e:
         yield Problem(str(path), None, f"unreadable JSON: {e}", fatal=True)
         return
