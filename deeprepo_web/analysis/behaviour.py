@@ -78,6 +78,42 @@ def repeated_errors(rollout: Mapping[str, Any], min_count: int = 2) -> list[Repe
     return [RepeatedError(text, n) for text, n in counts.most_common() if n >= min_count]
 
 
+class _Walk:
+    """What rollout_counts gathers. A plain object on purpose: a recursive closure would be a
+    reference cycle per rollout, left for the cyclic collector, which imports run without."""
+
+    __slots__ = ("tools", "fanout", "errors", "sub_tokens", "n_calls", "n_errors")
+
+    def __init__(self) -> None:
+        self.tools: Counter[str] = Counter()
+        self.fanout: list[int] = []
+        self.errors: Counter[str] = Counter()
+        self.sub_tokens: dict[str, list[float]] = {}
+        self.n_calls = 0
+        self.n_errors = 0
+
+    def visit(self, calls: Iterable[Mapping[str, Any]], top: bool) -> None:
+        for call in calls:
+            subs = call.get("sub_calls") or ()
+            self.n_calls += 1
+            if top:
+                self.tools[str(call.get("name"))] += 1
+                if call.get("name") in BATCH_TOOLS:
+                    self.fanout.append(len(subs))
+            if (text := _error_text(call)) is not None:
+                self.n_errors += 1
+                self.errors[text] += 1
+            tin, tout, cost = call.get("input_tokens"), call.get("output_tokens"), call.get("cost")
+            if tin is not None or tout is not None or cost is not None:
+                entry = self.sub_tokens.setdefault(str(call.get("model") or "")[:200], [0, 0, 0.0, 0])
+                entry[0] += int(tin or 0)
+                entry[1] += int(tout or 0)
+                if isinstance(cost, int | float) and math.isfinite(cost):
+                    entry[2] += float(cost)
+                    entry[3] += 1
+            self.visit(subs, False)
+
+
 def rollout_counts(rollout: Mapping[str, Any]) -> dict[str, Any]:
     """All the counts above in one depth-first walk over the calls (ingest computes it per rollout).
 
@@ -85,50 +121,24 @@ def rollout_counts(rollout: Mapping[str, Any]) -> dict[str, Any]:
     fan-out, tool_errors, the most repeated error and its count, and the tokens and cost of calls
     per model (sub_tokens: [input, output, cost, calls that carried a cost]).
     """
-    tools: Counter[str] = Counter()
-    fanout: list[int] = []
-    errors: Counter[str] = Counter()
-    sub_tokens: dict[str, list[float]] = {}
-    n_calls = n_errors = 0
-
-    def visit(calls: Iterable[Mapping[str, Any]], top: bool) -> None:
-        nonlocal n_calls, n_errors
-        for call in calls:
-            subs = call.get("sub_calls") or ()
-            n_calls += 1
-            if top:
-                tools[str(call.get("name"))] += 1
-                if call.get("name") in BATCH_TOOLS:
-                    fanout.append(len(subs))
-            if (text := _error_text(call)) is not None:
-                n_errors += 1
-                errors[text] += 1
-            tin, tout, cost = call.get("input_tokens"), call.get("output_tokens"), call.get("cost")
-            if tin is not None or tout is not None or cost is not None:
-                entry = sub_tokens.setdefault(str(call.get("model") or "")[:200], [0, 0, 0.0, 0])
-                entry[0] += int(tin or 0)
-                entry[1] += int(tout or 0)
-                if isinstance(cost, int | float) and math.isfinite(cost):
-                    entry[2] += float(cost)
-                    entry[3] += 1
-            visit(subs, False)
-
+    walk = _Walk()
     for turn in rollout.get("turns") or ():
-        visit(turn.get("tool_calls") or (), True)
-    repeated = errors.most_common(1)  # ties: the first seen, as in repeated_errors
+        walk.visit(turn.get("tool_calls") or (), True)
+    tools, fanout = walk.tools, walk.fanout
+    repeated = walk.errors.most_common(1)  # ties: the first seen, as in repeated_errors
     out: dict[str, Any] = {
         "tool_calls": {name[:200]: n for name, n in tools.most_common(50)},
-        "sub_calls": n_calls - sum(tools.values()),
+        "sub_calls": walk.n_calls - sum(tools.values()),
         "batches": len(fanout),
-        "tool_errors": n_errors,
+        "tool_errors": walk.n_errors,
         "repeated_error_max": repeated[0][1] if repeated else 0,
     }
     if fanout:
         out["sub_calls_per_batch_max"] = max(fanout)
     if repeated and repeated[0][1] > 1:
         out["repeated_error"] = repeated[0][0][:300]
-    if sub_tokens:
-        out["sub_tokens"] = sub_tokens
+    if walk.sub_tokens:
+        out["sub_tokens"] = walk.sub_tokens
     return out
 
 

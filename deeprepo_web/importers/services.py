@@ -9,6 +9,7 @@ rollouts the project already has, and a report a person can act on (file:line an
 from __future__ import annotations
 
 import functools
+import gc
 import hashlib
 import json
 import logging
@@ -17,7 +18,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -445,6 +446,29 @@ def _prefetched(events: Iterator[Any], depth: int = 4) -> Iterator[Any]:
         thread.join(timeout=30)
 
 
+@contextmanager
+def _without_cyclic_gc() -> Iterator[None]:
+    """A big import makes millions of short-lived containers (the parsed rollouts): Python's cyclic
+    collector kept walking them, a fifth of the import time. They hold no cycles (nor does the
+    importer: see _CallRows), so reference counting frees them; the collector resumes after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@contextmanager
+def _closing(writers: _Writers | None) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if writers is not None:
+            writers.close()
+
+
 def _input_bytes(p: Path) -> int:
     try:
         if p.is_dir():
@@ -506,7 +530,7 @@ def import_path(
     # caller's transaction (they could not see its rows).
     if big and settings.DEEPREPO_IMPORT_WRITERS > 0 and not connection.in_atomic_block:
         imp.writers = _Writers(threads=settings.DEEPREPO_IMPORT_WRITERS)
-    try:
+    with _without_cyclic_gc() if big else nullcontext(), _closing(imp.writers):
         for ev in events:
             if isinstance(ev, Problem):
                 report.problem(display(ev.file), ev.line, ev.message, ev.fatal)
@@ -525,9 +549,6 @@ def import_path(
                 last_tick = time.monotonic()
                 progress(report.rows)
         imp.drain()
-    finally:
-        if imp.writers is not None:
-            imp.writers.close()
     imp.finish(had_problems=report.problems_total > 0)
     report.path = display(str(p))
     report.seconds = time.monotonic() - start

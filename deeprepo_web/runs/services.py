@@ -524,27 +524,37 @@ def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
     return len(new_ids)
 
 
-def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[str]) -> None:
-    n_turns = sum(len(r.get("turns") or []) for _, r in fresh)
-    n_calls = sum(_count_calls(t.get("tool_calls") or []) for _, r in fresh for t in r.get("turns") or [])
-    turn_ids = iter(_next_ids(cur, "runs_turn", n_turns))
-    call_ids = iter(_next_ids(cur, "runs_toolcall", n_calls))
-    call_rows: list[tuple[Any, ...]] = []
-    limit = settings.DEEPREPO_BLOB_THRESHOLD  # read once: a settings lookup per body showed in profiles
+class _CallRows:
+    """Tool-call rows of a batch, nested calls after their parent. A class, not a recursive closure:
+    the closure would be a reference cycle holding every row until the cyclic collector ran."""
 
-    def add_calls(calls: list[dict[str, Any]], turn_id: int, rollout_id: int, parent: int | None) -> None:
+    def __init__(self, ids: list[int], refs: set[str], limit: int) -> None:
+        self.ids = iter(ids)
+        self.refs = refs
+        self.limit = limit
+        self.rows: list[tuple[Any, ...]] = []
+
+    def add(self, calls: list[dict[str, Any]], turn_id: int, rollout_id: int, parent: int | None) -> None:
         for index, call in enumerate(calls):
-            call_id = next(call_ids)
-            output, blob, size, _ = _body(call.get("output"), refs, limit)
+            call_id = next(self.ids)
+            output, blob, size, _ = _body(call.get("output"), self.refs, self.limit)
             arguments = call.get("arguments")
-            call_rows.append((
+            self.rows.append((
                 call_id, turn_id, rollout_id, parent, index, (call.get("call_id") or "")[:200],
                 (call.get("name") or "")[:500], None if arguments is None else _dumps(arguments),
                 output, blob, size, bool(call.get("is_error")), call.get("duration"),
                 (call.get("model") or "")[:500], call.get("input_tokens"), call.get("output_tokens"),
                 call.get("cost"),
             ))
-            add_calls(call.get("sub_calls") or [], turn_id, rollout_id, call_id)
+            self.add(call.get("sub_calls") or [], turn_id, rollout_id, call_id)
+
+
+def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[str]) -> None:
+    n_turns = sum(len(r.get("turns") or []) for _, r in fresh)
+    n_calls = sum(_count_calls(t.get("tool_calls") or []) for _, r in fresh for t in r.get("turns") or [])
+    turn_ids = iter(_next_ids(cur, "runs_turn", n_turns))
+    limit = settings.DEEPREPO_BLOB_THRESHOLD  # read once: a settings lookup per body showed in profiles
+    calls = _CallRows(_next_ids(cur, "runs_toolcall", n_calls), refs, limit)
 
     # Turn rows go into the COPY as they are built, so Postgres stores them while Python builds the
     # rest; tool calls (a second COPY, which cannot start before the first ends) are collected.
@@ -565,11 +575,11 @@ def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[st
                     turn.get("reasoning") or "", turn.get("input_tokens"), turn.get("output_tokens"),
                     turn.get("latency"), (turn.get("model") or "")[:500], _dumps(metadata) if metadata else "{}",
                 ))
-                add_calls(turn.get("tool_calls") or [], turn_id, rollout_id, None)
-    if call_rows:
+                calls.add(turn.get("tool_calls") or [], turn_id, rollout_id, None)
+    if calls.rows:
         with raw.copy(
             "COPY runs_toolcall (id, turn_id, rollout_id, parent_id, index, call_id, name, arguments, output, "
             "output_blob, output_size, is_error, duration, model, input_tokens, output_tokens, cost) FROM STDIN"
         ) as copy:
-            for row in call_rows:
+            for row in calls.rows:
                 copy.write_row(row)
