@@ -1,7 +1,7 @@
 """Mixed load: 20 concurrent readers and 4 writers against one gunicorn on 127.0.0.1.
 
 A scratch database seeded by `manage.py seed_scale --rollouts N` (COPY; 1M takes ~5 min), a real
-gunicorn started here, one logged-in session shared by the readers (a login per thread would trip
+gunicorn started here, one logged-in session shared by the readers (a login per user would trip
 the login rate limit) and an API key for the writers. First the single-user p95 of every page
 (sequential, idle server), then for `--seconds` seconds:
 
@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
+import queue
 import random
 import statistics
 import subprocess
@@ -127,18 +129,34 @@ def single_user(client: httpx.Client, pages: dict[str, str], n: int) -> dict[str
 
 
 class Tally:
+    """One virtual user's request times and errors (each user runs in its own process)."""
+
     def __init__(self) -> None:
-        self.lock = threading.Lock()
         self.times: dict[str, list[float]] = {}
         self.errors: list[str] = []
 
     def add(self, name: str, ms: float) -> None:
-        with self.lock:
-            self.times.setdefault(name, []).append(ms)
+        self.times.setdefault(name, []).append(ms)
 
     def error(self, text: str) -> None:
-        with self.lock:
-            self.errors.append(text)
+        self.errors.append(text)
+
+    def merge(self, other: Tally) -> None:
+        for name, times in other.times.items():
+            self.times.setdefault(name, []).extend(times)
+        self.errors.extend(other.errors)
+
+
+def _user(results: Any, seed: int, target: Any, *args: Any) -> None:
+    """A virtual user in a process of its own: users in threads of one process measured each other's
+    turns at the GIL (one parsing a 70 KB page delays another's clock), not only the server."""
+    random.seed(seed)
+    tally = Tally()
+    try:
+        target(*args, tally)
+    except Exception as exc:  # noqa: BLE001 - reported as an error of the run, not a crash of the bench
+        tally.error(f"{target.__name__} crashed: {type(exc).__name__}: {exc}")
+    results.put(tally)
 
 
 def reader(site: str, cookies: httpx.Cookies, pages: dict[str, str], offset: int, deadline: float,
@@ -235,18 +253,27 @@ def main() -> None:
         login(client)
         warm(site, client.cookies, pages, connections=2 * args.workers * args.threads)
         single = single_user(client, pages, args.requests)
-        tally = Tally()
         deadline = time.monotonic() + args.seconds
-        threads = [threading.Thread(target=reader, args=(site, client.cookies, pages, i, deadline, args.think, tally))
-                   for i in range(args.readers)]
-        threads += [threading.Thread(target=writer, args=(site, key, i, deadline, args.write_interval, tally)) for i in range(args.writers)]
+        results: Any = multiprocessing.get_context("fork").Queue()
+        users = [(reader, (site, client.cookies, pages, i, deadline, args.think)) for i in range(args.readers)]
+        users += [(writer, (site, key, i, deadline, args.write_interval)) for i in range(args.writers)]
+        procs = [multiprocessing.get_context("fork").Process(target=_user, args=(results, 3 + n, target, *a))
+                 for n, (target, a) in enumerate(users)]
         start = time.monotonic()
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(timeout=args.seconds + 300)
+        for proc in procs:
+            proc.start()
+        tally = Tally()
+        stuck = 0
+        for _ in procs:
+            try:
+                tally.merge(results.get(timeout=args.seconds + 300))
+            except queue.Empty:
+                stuck += 1
         elapsed = time.monotonic() - start
-        stuck = sum(th.is_alive() for th in threads)
+        for proc in procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
 
     reads = sum(len(v) for k, v in tally.times.items() if not k.startswith("write"))
     writes = sum(len(v) for k, v in tally.times.items() if k.startswith("write"))
