@@ -330,17 +330,18 @@ def _rollouts_save(run: Run, records: list[dict[str, Any]]) -> tuple[int, list[t
 
 
 class _Writers:
-    """Threads that store rollout batches, each on its own connection.
+    """Threads that store rollout batches, each on its own connection (a context manager: leaving it
+    stops them).
 
-    One thread alternates Python (building rows) with waiting for Postgres; with two, one builds while
-    the other's batch is in Postgres, so the importer and its Postgres backends use both cores.
-    Results come back to the importing thread, which owns the report.
+    One thread alternates Python (building rows) with waiting for Postgres; with several, one builds
+    while the others' batches are in Postgres, so the importer and its Postgres backends use every
+    core. Results come back to the importing thread, which owns the report.
     """
 
     def __init__(self, threads: int) -> None:
         # One batch waits while every thread works on one: enough to keep them busy, and few batches in memory.
-        self.todo: queue.Queue[tuple[int, str, Run, list[dict[str, Any]]] | None] = queue.Queue(maxsize=1)
-        self.results: queue.Queue[tuple[int, str, Any]] = queue.Queue()
+        self.todo: queue.Queue[tuple[str, Run, list[dict[str, Any]]] | None] = queue.Queue(maxsize=1)
+        self.results: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.sent = self.received = 0
         self.threads = [threading.Thread(target=self._work, name=f"deeprepo-import-write-{i}", daemon=True)
                         for i in range(threads)]
@@ -350,23 +351,23 @@ class _Writers:
     def _work(self) -> None:
         try:
             while (item := self.todo.get()) is not None:
-                seq, ref, run, records = item
+                ref, run, records = item
                 try:
                     outcome: Any = _rollouts_save(run, records)
                 except BaseException as exc:  # a bug: handed to the importing thread, which raises it
                     outcome = exc
-                self.results.put((seq, ref, outcome))
+                self.results.put((ref, outcome))
         finally:
             connection.close()  # this thread's own connection
 
     def submit(self, ref: str, run: Run, records: list[dict[str, Any]]) -> None:
-        self.todo.put((self.sent, ref, run, records))
+        self.todo.put((ref, run, records))
         self.sent += 1
 
     def _take(self, block: bool) -> Iterator[tuple[str, tuple[int, list[tuple[str, Exception]]]]]:
         while self.received < self.sent:
             try:
-                _, ref, outcome = self.results.get(block=block)
+                ref, outcome = self.results.get(block=block)
             except queue.Empty:
                 return
             self.received += 1
@@ -380,7 +381,10 @@ class _Writers:
     def drain(self) -> Iterator[tuple[str, tuple[int, list[tuple[str, Exception]]]]]:
         return self._take(block=True)
 
-    def close(self) -> None:
+    def __enter__(self) -> _Writers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         for _ in self.threads:
             self.todo.put(None)
         for t in self.threads:
@@ -460,15 +464,6 @@ def _without_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-@contextmanager
-def _closing(writers: _Writers | None) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        if writers is not None:
-            writers.close()
-
-
 def _input_bytes(p: Path) -> int:
     try:
         if p.is_dir():
@@ -530,7 +525,7 @@ def import_path(
     # caller's transaction (they could not see its rows).
     if big and settings.DEEPREPO_IMPORT_WRITERS > 0 and not connection.in_atomic_block:
         imp.writers = _Writers(threads=settings.DEEPREPO_IMPORT_WRITERS)
-    with _without_cyclic_gc() if big else nullcontext(), _closing(imp.writers):
+    with _without_cyclic_gc() if big else nullcontext(), imp.writers or nullcontext():
         for ev in events:
             if isinstance(ev, Problem):
                 report.problem(display(ev.file), ev.line, ev.message, ev.fatal)
