@@ -21,7 +21,7 @@ def _writer_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("deeprepo-import-write")]
 
 
-def test_an_import_parsed_in_a_child_process(tmp_path, do_import, settings):
+def test_an_import_parsed_in_a_child_process(tmp_path, do_import, settings, monkeypatch):
     rows = [vf_row(i, i // 2) for i in range(1200)]  # three batches
     rows[700]["metrics"]["num_turns"] = 1e30  # does not fit an int column: this rollout alone is refused
     lines = [json.dumps(r) for r in rows]
@@ -36,11 +36,8 @@ def test_an_import_parsed_in_a_child_process(tmp_path, do_import, settings):
         seen.add(threading.current_thread().name)
         return ingest(**kw)
 
-    runs.rollouts_ingest = spy
-    try:
-        report = do_import(folder)
-    finally:
-        runs.rollouts_ingest = ingest
+    monkeypatch.setattr(runs, "rollouts_ingest", spy)
+    report = do_import(folder)
     assert seen and all(name.startswith("deeprepo-import-write") for name in seen), seen
     assert [p["line"] for p in report.problems][0] == 6
     refused = [p["message"] for p in report.problems[1:]]

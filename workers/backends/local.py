@@ -30,30 +30,39 @@ _WRAPPER = 'sh -c "$1"; ec=$?; printf "%s\\n" "$ec" > "$2.tmp" && mv -f "$2.tmp"
 _INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "USER", "LOGNAME", "TZ", "TMPDIR")
 
 
-def _proc_start_ticks(pid: int) -> int | None:
-    """The process start time in clock ticks since boot, to tell a reused pid apart."""
+def _proc_stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name; None once the process is gone or a
+    zombie (exited, waiting to be reaped: as good as gone)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] == "Z":  # exited, waiting to be reaped: as good as gone
-        return None
-    return int(fields[19])
+    return None if fields[0] == "Z" else fields
+
+
+def _proc_start_ticks(pid: int) -> int | None:
+    """The process start time in clock ticks since boot, to tell a reused pid apart."""
+    fields = _proc_stat(pid)
+    return None if fields is None else int(fields[19])
 
 
 def _group_alive(group: int) -> bool:
-    """Whether any process of the process group is still running (zombies do not count)."""
+    """Whether any process of the process group is still running."""
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone while we looked
-        if fields[0] != "Z" and int(fields[2]) == group:
+        if entry.name.isdigit() and (fields := _proc_stat(entry.name)) is not None and int(fields[2]) == group:
             return True
     return False
+
+
+def _group_wait(group: int, seconds: float) -> bool:
+    """Wait up to `seconds` for the process group to be gone; whether it is."""
+    deadline = time.monotonic() + seconds
+    while _group_alive(group):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _read_int(path: Path) -> int | None:
@@ -198,15 +207,10 @@ class LocalBackend(Backend):
             os.killpg(group, signal.SIGTERM)
         # Wait for the whole group, not the leader alone: a child may outlive the shell, or ignore
         # SIGTERM (data loader workers do), and must not be left running on the machine.
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and _group_alive(group):
-            time.sleep(0.05)
-        if _group_alive(group):
+        if not _group_wait(group, grace):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, signal.SIGKILL)
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline and _group_alive(group):
-                time.sleep(0.05)
+            _group_wait(group, 5)
 
     def logs(self, external_id: str, tail_bytes: int = 64_000) -> str:
         meta = self._meta(external_id)
