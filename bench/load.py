@@ -6,16 +6,17 @@ the login rate limit) and an API key for the writers. First the single-user p95 
 (sequential, idle server), then for `--seconds` seconds:
 
 - readers cycle over explorer, run page, series endpoint, rollouts list, trajectory, groups and a
-  compare of 2 runs (each reader starts at a different page; `--think` seconds between requests);
+  compare of 2 runs (each reader starts at a different page, arrives at a random moment of the
+  first `--think` seconds, and waits `--think` seconds on average between requests);
 - writers each own a run (in a project of their own) and alternate metric batches (20 steps x 10
   keys) and rollout batches (8 rollouts of 3 turns) through the API with a key, one batch every
-  `--write-interval` seconds, as a trainer does.
+  `--write-interval` seconds, as a trainer does (arriving within the first interval).
 
 Reported: requests/s (reads, writes), p95 per page under load, errors (must be 0), and the p95
 ratio under load vs single-user (target <= 2x). Every loop is bounded by the deadline and a
 request cap; the server is stopped at the end. Last line: one JSON object.
 
-    python bench/load.py [--rollouts 100000] [--seconds 300] [--readers 20] [--writers 4] [--think 1] [--write-interval 0.5] [--reuse]
+    python bench/load.py [--rollouts 100000] [--seconds 300] [--readers 20] [--writers 4] [--think 1] [--write-interval 0.5] [--reuse] [--raw FILE]
 """
 
 from __future__ import annotations
@@ -134,9 +135,11 @@ class Tally:
     def __init__(self) -> None:
         self.times: dict[str, list[float]] = {}
         self.errors: list[str] = []
+        self.raw: list[tuple[float, str, float]] = []  # (end time, page, ms) for --raw
 
     def add(self, name: str, ms: float) -> None:
         self.times.setdefault(name, []).append(ms)
+        self.raw.append((time.time(), name, ms))
 
     def error(self, text: str) -> None:
         self.errors.append(text)
@@ -145,6 +148,7 @@ class Tally:
         for name, times in other.times.items():
             self.times.setdefault(name, []).extend(times)
         self.errors.extend(other.errors)
+        self.raw.extend(other.raw)
 
 
 def _user(results: Any, seed: int, target: Any, *args: Any) -> None:
@@ -159,10 +163,20 @@ def _user(results: Any, seed: int, target: Any, *args: Any) -> None:
     results.put(tally)
 
 
-def reader(site: str, cookies: httpx.Cookies, pages: dict[str, str], offset: int, deadline: float,
+def _arrive(start: float, spread: float) -> None:
+    """Wait until this user's arrival: a random moment within `spread` seconds after `start`.
+
+    Users that all fired their first request in the same millisecond (24 processes just forked)
+    measured that burst, about a quarter of the slow requests of a 60 s run; people and trainers
+    arrive spread out, as a load tool's ramp-up models."""
+    time.sleep(max(0.0, start + random.uniform(0, spread) - time.monotonic()))
+
+
+def reader(site: str, cookies: httpx.Cookies, pages: dict[str, str], offset: int, start: float, deadline: float,
            think: float, tally: Tally) -> None:
     names = list(pages)
     with httpx.Client(base_url=site, timeout=120, cookies=cookies, follow_redirects=False) as client:
+        _arrive(start, think)
         for i in range(MAX_REQUESTS_PER_THREAD):
             if time.monotonic() >= deadline:
                 return
@@ -188,9 +202,10 @@ def _timed(tally: Tally, what: str, name: str, send: Any) -> float:
     return ms
 
 
-def writer(site: str, key: str, index: int, deadline: float, interval: float, tally: Tally) -> None:
+def writer(site: str, key: str, index: int, start: float, deadline: float, interval: float, tally: Tally) -> None:
     headers = {"Authorization": f"Bearer {key}"}
     with httpx.Client(base_url=site, timeout=120, headers=headers) as client:
+        _arrive(start, interval)
         res = client.post("/api/v1/runs", json={"name": f"load-writer-{index}", "environment": "load"})
         if res.status_code not in (200, 201):
             tally.error(f"create run: HTTP {res.status_code}: {res.text[:200]}")
@@ -235,6 +250,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
     parser.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker")
     parser.add_argument("--reuse", action="store_true", help="keep an already seeded bench database of that size")
+    parser.add_argument("--raw", help="write every loaded request as [end time, page, ms] to this JSON file")
     args = parser.parse_args()
     random.seed(3)
 
@@ -253,13 +269,14 @@ def main() -> None:
         login(client)
         warm(site, client.cookies, pages, connections=2 * args.workers * args.threads)
         single = single_user(client, pages, args.requests)
-        deadline = time.monotonic() + args.seconds
+        # The users' processes start (and make their HTTP clients) before the loaded phase begins.
+        start = time.monotonic() + 2.0
+        deadline = start + args.seconds
         results: Any = multiprocessing.get_context("fork").Queue()
-        users = [(reader, (site, client.cookies, pages, i, deadline, args.think)) for i in range(args.readers)]
-        users += [(writer, (site, key, i, deadline, args.write_interval)) for i in range(args.writers)]
+        users = [(reader, (site, client.cookies, pages, i, start, deadline, args.think)) for i in range(args.readers)]
+        users += [(writer, (site, key, i, start, deadline, args.write_interval)) for i in range(args.writers)]
         procs = [multiprocessing.get_context("fork").Process(target=_user, args=(results, 3 + n, target, *a))
                  for n, (target, a) in enumerate(users)]
-        start = time.monotonic()
         for proc in procs:
             proc.start()
         tally = Tally()
@@ -304,6 +321,8 @@ def main() -> None:
         "worst_p95_ratio": worst,
         "ratio_target_met": worst is not None and worst <= TARGET_RATIO,
     })
+    if args.raw:
+        Path(args.raw).write_text(json.dumps(tally.raw))
     print(json.dumps(result))
 
 
