@@ -17,6 +17,7 @@ from django.views.decorators.http import require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.front import richtext
+from deeprepo_web.front.rows import rollout_row_html
 from deeprepo_web.runs import selectors
 from deeprepo_web.runs.models import Example, Rollout, ToolCall, Turn
 from deeprepo_web.storage import blob_get
@@ -112,20 +113,22 @@ def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     if sort not in SORTS:
         sort = ""
     page = _page(request)
-    rows, has_next = selectors.rollout_page(run=run, page=page, per_page=PER_PAGE, order=sort or "id", filters=filt)
-    rewards = [r.reward for r in rows if r.reward is not None and math.isfinite(r.reward)]
+    rollouts, has_next = selectors.rollout_page(run=run, page=page, per_page=PER_PAGE, order=sort or "id",
+                                                filters=filt)
+    rewards = [r.reward for r in rollouts if r.reward is not None and math.isfinite(r.reward)]
     # The bar spans [0, 1] unless this page's rewards fall outside it.
     lo, hi = min([0.0, *rewards]), max([1.0, *rewards])
+    # reverse("trajectory") per row cost more than the rest of the row; it is this list's URL plus the id.
+    list_url = reverse("rollouts", args=[run.project.slug, run.public_id])
     ctx = {
         "project": run.project,
         "run": run,
-        "rows": rows,
+        "rows": [rollout_row_html(r, url=f"{list_url}{r.pk}/", bar_span=f"{lo},{hi}") for r in rollouts],
         "page": page,
         "has_next": has_next,
         "filter": filt,
         "errors": errors,
         "sort": sort,
-        "bar_span": f"{lo},{hi}",
         "stops": selectors.rollout_stop_conditions(run=run),
         "filtered": any(request.GET.get(k) for k in ("step", "example", "reward_min", "reward_max", "stop",
                                                       "error", "truncated")),

@@ -174,6 +174,9 @@ class Rollout(models.Model):
             models.Index(fields=["run", "step", "example"], name="rollout_run_step_example"),
             models.Index(fields=["run", "reward"], name="rollout_run_reward"),
             models.Index(fields=["example", "run"], name="rollout_example_run"),
+            # A run's rollouts in logging order (the rollouts list's default): without it Postgres
+            # walked the primary key from the first rollout of every run, 16 ms at 100k rollouts.
+            models.Index(fields=["run", "id"], name="rollout_run_id"),
         ]
 
 
