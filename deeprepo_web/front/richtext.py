@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import threading
 from functools import lru_cache
 from typing import Any
 
@@ -122,7 +123,17 @@ def _md() -> markdown.Markdown:
     )
 
 
-_MD = _md()
+# A Markdown converter keeps the state of the text it is converting, so threads must not share one:
+# with one converter per process, two pages rendered at once by threads of a web worker got each
+# other's paragraphs (another user's trajectory text in your page). One per thread, made on first use.
+_THREAD = threading.local()
+
+
+def _converter() -> markdown.Markdown:
+    md: markdown.Markdown | None = getattr(_THREAD, "md", None)
+    if md is None:
+        md = _THREAD.md = _md()
+    return md
 
 
 def _clean(fragment: str) -> str:
@@ -144,8 +155,9 @@ def markdown_html(text: str) -> SafeString:
     if len(text) > MARKDOWN_MAX_CHARS:
         return mark_safe(f'<pre class="plain">{plain_html(text)}</pre>')  # noqa: S308 - plain_html escapes
     text = reveal(_ANSI_OTHER.sub("", _ANSI_SGR.sub("", text)))
-    _MD.reset()
-    rendered = _MD.convert(text)
+    md = _converter()
+    md.reset()
+    rendered = md.convert(text)
     return mark_safe(_clean(rendered))  # noqa: S308 - sanitized by nh3 with a strict allowlist
 
 
