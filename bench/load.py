@@ -247,8 +247,8 @@ def main() -> None:
     parser.add_argument("--write-interval", type=float, default=0.5,
                         help="seconds between a writer's batches (a trainer logging each step; 0 = closed loop)")
     parser.add_argument("--requests", type=int, default=50, help="single-user requests per page")
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
-    parser.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker")
+    parser.add_argument("--workers", type=int, default=8, help="gunicorn workers (as the Procfile)")
+    parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker (1: sync workers)")
     parser.add_argument("--reuse", action="store_true", help="keep an already seeded bench database of that size")
     parser.add_argument("--raw", help="write every loaded request as [end time, page, ms] to this JSON file")
     args = parser.parse_args()
