@@ -2,8 +2,9 @@
 
 A scratch database seeded by `manage.py seed_scale --rollouts N` (COPY; 1M takes ~5 min), a real
 gunicorn started here, one logged-in session shared by the readers (a login per user would trip
-the login rate limit) and an API key for the writers. First the single-user p95 of every page
-(sequential, idle server), then for `--seconds` seconds:
+the login rate limit) and an API key for the writers. The single-user p95 of every page
+(sequential, idle server) pools `--requests` requests before and as many after the loaded phase,
+which lasts `--seconds` seconds:
 
 - readers cycle over explorer, run page, series endpoint, rollouts list, trajectory, groups and a
   compare of 2 runs (each reader starts at a different page, arrives at a random moment of the
@@ -110,22 +111,22 @@ def warm(site: str, cookies: httpx.Cookies, pages: dict[str, str], connections: 
         th.join(timeout=300)
 
 
-def single_user(client: httpx.Client, pages: dict[str, str], n: int) -> dict[str, dict[str, float | None]]:
-    out = {}
+def single_user(client: httpx.Client, pages: dict[str, str], n: int, phase: str) -> dict[str, list[float]]:
+    """`n` sequential requests per page on the idle server; their times in ms, per page."""
+    out: dict[str, list[float]] = {}
     for name, path in pages.items():
         for _ in range(2):  # warm caches and the worker's connection
             res = client.get(path)
             if res.status_code != 200:
                 raise RuntimeError(f"{name} {path}: HTTP {res.status_code}: {res.text[:300]}")
-        times = []
+        times = out[name] = []
         for _ in range(n):
             start = time.perf_counter()
             res = client.get(path)
             times.append((time.perf_counter() - start) * 1000)
             if res.status_code != 200:
                 raise RuntimeError(f"{name} {path}: HTTP {res.status_code}")
-        out[name] = {"p50_ms": round(statistics.median(times), 1), "p95_ms": p95(times)}
-        print(f"single  {name:<12} p50 {out[name]['p50_ms']:7.1f} ms  p95 {out[name]['p95_ms']:7.1f} ms", flush=True)
+        print(f"single  {name:<12} {phase:<6} p50 {statistics.median(times):7.1f} ms  p95 {p95(times):7.1f} ms", flush=True)
     return out
 
 
@@ -268,7 +269,7 @@ def main() -> None:
             httpx.Client(base_url=site, timeout=120, follow_redirects=False) as client:
         login(client)
         warm(site, client.cookies, pages, connections=2 * args.workers * args.threads)
-        single = single_user(client, pages, args.requests)
+        before = single_user(client, pages, args.requests, "before")
         # The users' processes start (and make their HTTP clients) before the loaded phase begins.
         start = time.monotonic() + 2.0
         deadline = start + args.seconds
@@ -291,6 +292,13 @@ def main() -> None:
             proc.join(timeout=30)
             if proc.is_alive():
                 proc.kill()
+        # The single-user figures pool a phase before and one after the load: the machine's speed
+        # drifts, and one phase of 50 requests (a second or two) put a page's p95 anywhere from
+        # 9.9 to 17.7 ms in two runs whose loaded figures agreed within 1 ms.
+        after = single_user(client, pages, args.requests, "after")
+        single = {name: {"p50_ms": round(statistics.median(before[name] + after[name]), 1),
+                         "p95_ms": p95(before[name] + after[name]),
+                         "p95_before_ms": p95(before[name]), "p95_after_ms": p95(after[name])} for name in pages}
 
     reads = sum(len(v) for k, v in tally.times.items() if not k.startswith("write"))
     writes = sum(len(v) for k, v in tally.times.items() if k.startswith("write"))
