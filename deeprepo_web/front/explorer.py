@@ -65,7 +65,7 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
             if value != previous:
                 group = "—" if value is None else str(value)
                 previous = value
-        # reverse("run") per row cost more than the rest of the row; the URL is the project's plus this.
+        # One reverse() per page, not per row: a run's URL is the project's plus its id.
         rows.append(run_row_html(run, url=f"{project_url}runs/{run.public_id}/", reward=rewards.get(run.pk),
                                  group_key=query.group, group=group))
     sort_desc = query.sort.startswith("-")

@@ -118,7 +118,7 @@ def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     rewards = [r.reward for r in rollouts if r.reward is not None and math.isfinite(r.reward)]
     # The bar spans [0, 1] unless this page's rewards fall outside it.
     lo, hi = min([0.0, *rewards]), max([1.0, *rewards])
-    # reverse("trajectory") per row cost more than the rest of the row; it is this list's URL plus the id.
+    # One reverse() per page, not per row: a trajectory's URL is this list's plus the rollout id.
     list_url = reverse("rollouts", args=[run.project.slug, run.public_id])
     ctx = {
         "project": run.project,
