@@ -96,8 +96,9 @@ def p95(values: list[float]) -> float | None:
 def warm(site: str, cookies: httpx.Cookies, pages: dict[str, str], connections: int) -> None:
     """Every page once on many connections at a time, so that every gunicorn worker has served it.
 
-    The single-user numbers come from one kept-alive connection, i.e. one warm worker; without this
-    the first requests of the loaded phase meet cold workers and their start-up lands in the p95.
+    The single-user numbers come from one client, one request at a time, i.e. one warm worker at a
+    time; without this the first requests of the loaded phase meet cold workers and their start-up
+    lands in the p95.
     """
     def one(_: int) -> None:
         with httpx.Client(base_url=site, timeout=120, cookies=cookies) as client:
@@ -131,25 +132,28 @@ def single_user(client: httpx.Client, pages: dict[str, str], n: int, phase: str)
 
 
 class Tally:
-    """One virtual user's request times and errors (each user runs in its own process)."""
+    """One virtual user's requests and errors (each user runs in its own process)."""
 
     def __init__(self) -> None:
-        self.times: dict[str, list[float]] = {}
+        self.requests: list[tuple[float, str, float]] = []  # (end time, page, ms), as --raw writes them
         self.errors: list[str] = []
-        self.raw: list[tuple[float, str, float]] = []  # (end time, page, ms) for --raw
 
     def add(self, name: str, ms: float) -> None:
-        self.times.setdefault(name, []).append(ms)
-        self.raw.append((time.time(), name, ms))
+        self.requests.append((time.time(), name, ms))
 
     def error(self, text: str) -> None:
         self.errors.append(text)
 
     def merge(self, other: Tally) -> None:
-        for name, times in other.times.items():
-            self.times.setdefault(name, []).extend(times)
+        self.requests.extend(other.requests)
         self.errors.extend(other.errors)
-        self.raw.extend(other.raw)
+
+    def times(self) -> dict[str, list[float]]:
+        """Request times in ms, per page."""
+        out: dict[str, list[float]] = {}
+        for _, name, ms in self.requests:
+            out.setdefault(name, []).append(ms)
+        return out
 
 
 def _user(results: Any, seed: int, target: Any, *args: Any) -> None:
@@ -273,10 +277,11 @@ def main() -> None:
         # The users' processes start (and make their HTTP clients) before the loaded phase begins.
         start = time.monotonic() + 2.0
         deadline = start + args.seconds
-        results: Any = multiprocessing.get_context("fork").Queue()
+        fork = multiprocessing.get_context("fork")
+        results: Any = fork.Queue()
         users = [(reader, (site, client.cookies, pages, i, start, deadline, args.think)) for i in range(args.readers)]
         users += [(writer, (site, key, i, start, deadline, args.write_interval)) for i in range(args.writers)]
-        procs = [multiprocessing.get_context("fork").Process(target=_user, args=(results, 3 + n, target, *a))
+        procs = [fork.Process(target=_user, args=(results, 3 + n, target, *a))
                  for n, (target, a) in enumerate(users)]
         for proc in procs:
             proc.start()
@@ -300,11 +305,12 @@ def main() -> None:
                          "p95_ms": p95(before[name] + after[name]),
                          "p95_before_ms": p95(before[name]), "p95_after_ms": p95(after[name])} for name in pages}
 
-    reads = sum(len(v) for k, v in tally.times.items() if not k.startswith("write"))
-    writes = sum(len(v) for k, v in tally.times.items() if k.startswith("write"))
+    by_page = tally.times()
+    reads = sum(len(v) for k, v in by_page.items() if not k.startswith("write"))
+    writes = sum(len(v) for k, v in by_page.items() if k.startswith("write"))
     under: dict[str, Any] = {}
     for name in list(pages) + ["write_metrics", "write_rollouts"]:
-        times = tally.times.get(name, [])
+        times = by_page.get(name, [])
         entry: dict[str, Any] = {"n": len(times), "p50_ms": round(statistics.median(times), 1) if times else None,
                                  "p95_ms": p95(times)}
         base = single.get(name, {}).get("p95_ms")
@@ -321,8 +327,8 @@ def main() -> None:
         "throughput_rps": round((reads + writes) / elapsed, 1),
         "read_rps": round(reads / elapsed, 1),
         "write_rps": round(writes / elapsed, 1),
-        "written_rollouts": len(tally.times.get("write_rollouts", [])) * 8,
-        "written_metric_points": len(tally.times.get("write_metrics", [])) * 200,
+        "written_rollouts": len(by_page.get("write_rollouts", [])) * 8,
+        "written_metric_points": len(by_page.get("write_metrics", [])) * 200,
         "errors": len(tally.errors) + stuck,
         "single_user": single,
         "under_load": under,
@@ -330,7 +336,7 @@ def main() -> None:
         "ratio_target_met": worst is not None and worst <= TARGET_RATIO,
     })
     if args.raw:
-        Path(args.raw).write_text(json.dumps(tally.raw))
+        Path(args.raw).write_text(json.dumps(tally.requests))
     print(json.dumps(result))
 
 

@@ -104,8 +104,6 @@ def run_row_html(run: Run, *, url: str, reward: RunReward | None, group_key: str
                        "</td></tr>{}", group_key, group, html)
 
 
-
-
 _ROLLOUT_ROW_HTML = (
     "<tr>"
     '<td class="tj-key"><a href="{url}" title="{key_title}">{key}</a></td>'
