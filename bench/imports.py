@@ -36,7 +36,7 @@ def main() -> None:
     from django.db import connection
 
     from deeprepo_web.accounts.models import Project
-    from deeprepo_web.importers.services import import_path
+    from deeprepo_web.importers.pipeline import import_path
     from deeprepo_web.runs.models import Rollout, ToolCall, Turn
 
     project = Project.objects.create(slug="bench", name="Bench")

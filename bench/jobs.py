@@ -47,7 +47,8 @@ def seed(work: Path, slurm_conf: str | None) -> dict[str, Any]:
     from django.contrib.auth.models import User
 
     from deeprepo_web.accounts.services import project_create
-    from deeprepo_web.jobs.services import cluster_save, template_save
+    from deeprepo_web.jobs.services.clusters import cluster_save
+    from deeprepo_web.jobs.services.templates import template_save
 
     user = User.objects.create_user("bench", password="bench-pass-123")
     project = project_create(slug="bench", name="Bench", owner=user)

@@ -31,8 +31,10 @@ INSTALLED_APPS = [
     "deeprepo_web.jobs",
     "deeprepo_web.sharing",
     "deeprepo_web.importers",
-    "deeprepo_web.front",
     "deeprepo_web.artifacts",
+    "deeprepo_web.explorer",
+    "deeprepo_web.trajectories",
+    "deeprepo_web.compare",
 ]
 
 MIDDLEWARE = [

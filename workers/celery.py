@@ -8,6 +8,5 @@ from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
 
-app = Celery("deeprepo")
+app = Celery("deeprepo", include=["workers.tasks.artifacts", "workers.tasks.imports", "workers.tasks.jobs"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["workers"])

@@ -89,6 +89,23 @@ def key_allows(key: ApiKey, scope: str) -> bool:
     return not key.scopes or scope in key.scopes
 
 
+def run_for_principal(principal: Any, run_id: str, *, write: bool = False) -> Run:
+    """For the API: the run if the caller, an API key (its own project's runs; its scopes are the
+    auth's business) or a session user (a member, an editor to write), may use it."""
+    if isinstance(principal, ApiKey):
+        return run_for_key(principal, run_id)
+    return run_for_user(principal, run_id, write=write)
+
+
+def project_for_principal(principal: Any, project: Project) -> None:
+    """For the API: 404 unless the API key belongs to `project`, or the session user is a member."""
+    if isinstance(principal, ApiKey):
+        if principal.project_id != project.pk:
+            raise Http404("no such project")
+    else:
+        _member(principal, project, Role.VIEWER)
+
+
 def run_for_key(key: ApiKey, run_id: str) -> Run:
     from deeprepo_web.runs.models import Run
 

@@ -1,138 +1,16 @@
-"""Payload shapes of the ingest API (the server side of deeprepo_client.records)."""
+"""Field types every API schema shares."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Required
+from datetime import datetime
+from typing import Annotated
 
-from ninja import Schema
-from pydantic import ConfigDict, Field, TypeAdapter
-from typing_extensions import TypedDict
+from pydantic import Field, PlainSerializer
 
 # Postgres integer columns: out-of-range numbers are a 422 naming the field, not a database error.
 Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 Count = Annotated[int, Field(ge=0, le=2**63 - 1)]
 
-
-class RunIn(Schema):
-    name: str = Field(min_length=1, max_length=500)
-    kind: Literal["train", "eval"] = "train"
-    status: Literal["queued", "running"] = "running"
-    model: str = Field(default="", max_length=500)
-    adapter: str = Field(default="", max_length=500)
-    environment: str = Field(default="", max_length=500)
-    method: str = Field(default="", max_length=100)
-    config: dict[str, Any] = {}
-    tags: list[str] = []
-    notes: str = ""
-    external_id: str = Field(default="", max_length=200)
-    source: str = Field(default="sdk", max_length=32)
-    parent_run_id: str | None = None
-    checkpoint_step: Int32 | None = None
-    project: str | None = None  # checked against the key's project when given
-
-
-class RunPatch(Schema):
-    name: str | None = Field(default=None, min_length=1, max_length=500)
-    status: Literal["queued", "running", "finished", "failed", "cancelled", "crashed"] | None = None
-    model: str | None = None
-    adapter: str | None = None
-    environment: str | None = None
-    method: str | None = None
-    config: dict[str, Any] | None = None
-    tags: list[str] | None = None
-    notes: str | None = None
-    summary: dict[str, Any] | None = None
-
-
-class FinishIn(Schema):
-    status: Literal["finished", "failed", "cancelled", "crashed"] = "finished"
-
-
-class RunOut(Schema):
-    id: str
-    name: str
-    kind: str
-    status: str
-    model: str
-    environment: str
-    config: dict[str, Any]
-    tags: list[str]
-    source: str
-    parent_run_id: str | None
-    checkpoint_step: int | None
-    created_at: str
-    started_at: str | None
-    finished_at: str | None
-    url: str
-
-
-class IngestOut(Schema):
-    received: int
-    stored: int
-
-
-# The two hot payloads are validated into plain dicts (TypedDict), not model objects:
-# no per-row object churn on 1,000-point batches.
-class MetricPointIn(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(extra="ignore")  # type: ignore[misc]
-    step: Required[Int64]
-    time: float | None
-    values: Required[dict[str, float | None]]
-
-
-class _ToolCallIn(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(extra="ignore", allow_inf_nan=False)  # type: ignore[misc]
-    call_id: str | None
-    name: Required[str]
-    arguments: Any
-    output: str | None
-    is_error: bool
-    duration: float | None
-    model: str | None
-    input_tokens: Count | None
-    output_tokens: Count | None
-    cost: float | None
-    sub_calls: list[_ToolCallIn]
-
-
-class _TurnIn(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(extra="ignore", allow_inf_nan=False)  # type: ignore[misc]
-    role: Required[str]
-    content: str | None
-    reasoning: str | None
-    input_tokens: Count | None
-    output_tokens: Count | None
-    latency: float | None
-    model: str | None
-    tool_calls: list[_ToolCallIn]
-    metadata: dict[str, Any]
-
-
-class RolloutIn(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(extra="ignore", allow_inf_nan=False)  # type: ignore[misc]
-    uid: str
-    example_key: Required[str]
-    prompt: Any
-    oracle: str | None
-    example_info: dict[str, Any]
-    step: Int32 | None
-    sample_index: Int32 | None
-    reward: float | None
-    reward_components: dict[str, float | None]
-    advantage: float | None
-    num_turns: Int32 | None
-    input_tokens: Count | None
-    output_tokens: Count | None
-    cost: float | None
-    is_truncated: bool
-    stop_condition: str | None
-    error: str | None
-    duration: float | None
-    final_answer: str | None
-    metrics: dict[str, Any]
-    turns: list[_TurnIn]
-
-
-metric_batch = TypeAdapter(list[MetricPointIn])
-rollout_batch = TypeAdapter(list[RolloutIn])
+# Times go out as Python's ISO 8601 (microseconds, +00:00), as they always have.
+Iso = Annotated[datetime, PlainSerializer(lambda d: d.isoformat(), return_type=str)]

@@ -30,7 +30,7 @@ class ImportJob(models.Model):
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     # When run_import was last sent for it: a job still queued long after (its message never
-    # reached the broker, or died with it) is sent again by beat (importers.services.import_jobs_resend).
+    # reached the broker, or died with it) is sent again by beat (importers.jobs.import_jobs_resend).
     sent_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     # Renewed while an import runs; a running job whose heartbeat stopped lost its worker.

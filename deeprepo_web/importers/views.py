@@ -10,8 +10,9 @@ from django.views.decorators.http import require_http_methods, require_safe
 from deeprepo_client.formats import FORMATS
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
+from deeprepo_web.importers.jobs import import_job_create, import_job_enqueue
 from deeprepo_web.importers.models import ImportJob
-from deeprepo_web.importers.services import UploadTooLarge, import_job_create, import_job_enqueue
+from deeprepo_web.importers.uploads import UploadTooLarge
 
 FORMAT_CHOICES = sorted([*FORMATS, "zip"])
 JOBS_SHOWN = 20

@@ -11,7 +11,9 @@ from django import forms
 
 from deeprepo_web.jobs.models import Cluster, JobTemplate
 from deeprepo_web.jobs.params import validate_schema
-from deeprepo_web.jobs.services import KIND_SECRETS, KIND_SETTINGS, OUR_SETTINGS, RESOURCE_FIELDS
+from deeprepo_web.jobs.services.clusters import OUR_SETTINGS
+from deeprepo_web.jobs.services.launch import RESOURCE_FIELDS
+from workers.backends import backend_class
 
 PARAM_PREFIX = "param_"
 RES_PREFIX = "res_"
@@ -114,13 +116,6 @@ class LaunchForm(forms.Form):
     def resources(self) -> dict[str, Any]:
         return {name: self.cleaned_data.get(RES_PREFIX + name) for name in RESOURCE_FIELDS}
 
-    def add_service_error(self, field: str, message: str) -> None:
-        for name in (PARAM_PREFIX + field, RES_PREFIX + field, field):
-            if name in self.fields:
-                self.add_error(name, message)
-                return
-        self.add_error(None, f"{field}: {message}")
-
 
 class ClusterForm(forms.Form):
     name = forms.CharField(max_length=100)
@@ -130,11 +125,11 @@ class ClusterForm(forms.Form):
         self.kind = kind
         stored = cluster.stored_secret_names() if cluster else []
         self.stored = stored
-        for key in (*KIND_SETTINGS[kind], *OUR_SETTINGS):
+        for key in (*backend_class(kind).setting_fields, *OUR_SETTINGS):
             plain: forms.Widget = forms.Textarea(attrs={"rows": 3}) if key == "known_hosts" else forms.TextInput()
             self.fields[key] = forms.CharField(required=False, widget=plain, help_text=SETTING_HELP.get(key, ""),
                                                label=key.replace("_", " "))
-        for key in KIND_SECRETS[kind]:
+        for key in backend_class(kind).secret_fields:
             widget: forms.Widget = (SecretTextarea(attrs={"rows": 4, "autocomplete": "off", "spellcheck": "false"})
                                     if key == "private_key" else forms.PasswordInput(render_value=False))
             label = key.replace("_", " ") + (" (stored; type to replace)" if key in stored else "")
@@ -148,16 +143,16 @@ class ClusterForm(forms.Form):
         return value if isinstance(value, str) else json.dumps(value)
 
     def settings_in(self) -> dict[str, Any]:
-        return {k: self.cleaned_data.get(k) for k in (*KIND_SETTINGS[self.kind], *OUR_SETTINGS)}
+        return {k: self.cleaned_data.get(k) for k in (*backend_class(self.kind).setting_fields, *OUR_SETTINGS)}
 
     def secrets_in(self) -> dict[str, str | None]:
-        return {k: self.cleaned_data.get(k) or None for k in KIND_SECRETS[self.kind]}
+        return {k: self.cleaned_data.get(k) or None for k in backend_class(self.kind).secret_fields}
 
     def secret_fields(self) -> list[forms.BoundField]:
-        return [self[k] for k in KIND_SECRETS[self.kind]]
+        return [self[k] for k in backend_class(self.kind).secret_fields]
 
     def setting_fields(self) -> list[forms.BoundField]:
-        return [self[k] for k in (*KIND_SETTINGS[self.kind], *OUR_SETTINGS)]
+        return [self[k] for k in (*backend_class(self.kind).setting_fields, *OUR_SETTINGS)]
 
 
 class TemplateForm(forms.Form):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -11,16 +13,12 @@ from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
-from deeprepo_web.jobs import selectors, services
-from deeprepo_web.jobs.forms import ClusterForm, LaunchForm, TemplateForm
+from deeprepo_web.front.http import STOP_POLLING, form_error, get_or_404, is_htmx
+from deeprepo_web.jobs import selectors
+from deeprepo_web.jobs.forms import PARAM_PREFIX, RES_PREFIX, ClusterForm, LaunchForm, TemplateForm
 from deeprepo_web.jobs.models import Cluster, ClusterKind, JobTemplate
-
-# htmx stops polling when a response carries this status.
-STOP_POLLING = 286
-
-
-def _htmx(request: HttpRequest) -> bool:
-    return bool(getattr(request, "htmx", False))
+from deeprepo_web.jobs.services import clusters, launch, templates
+from deeprepo_web.jobs.services.errors import JobInputError, JobStateError
 
 
 @require_safe
@@ -32,10 +30,10 @@ def job_list(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         "project": project, "membership": membership, "page": page, "active": active,
         "can_write": membership.allows(Role.EDITOR),
-        "templates": services.templates_for_project(project),
+        "templates": templates.templates_for_project(project),
         "clusters": list(Cluster.objects.filter(project=project)),
     }
-    if _htmx(request):
+    if is_htmx(request):
         response = render(request, "jobs/list.html#table", context)
         return response if active else HttpResponse(response.content, status=STOP_POLLING)
     return render(request, "jobs/list.html", context)
@@ -44,7 +42,7 @@ def job_list(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def job_launch(request: HttpRequest, slug: str, template_slug: str) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug, role=Role.EDITOR)
-    services.templates_for_project(project)
+    templates.templates_for_project(project)
     template = selectors.template_get(project=project, slug=template_slug)
     clusters = list(Cluster.objects.filter(project=project))
     form = LaunchForm(request.POST or None, template=template, clusters=clusters)
@@ -52,13 +50,13 @@ def job_launch(request: HttpRequest, slug: str, template_slug: str) -> HttpRespo
     if request.method == "POST":
         if form.is_valid():
             try:
-                job = services.job_launch(
+                job = launch.job_launch(
                     project=project, template=template, user=request.user, name=form.cleaned_data["job_name"],
                     cluster=next(c for c in clusters if str(c.pk) == form.cleaned_data["cluster"]),
                     params=form.params(), resources=form.resources(),
                 )
-            except services.JobInputError as e:
-                form.add_service_error(e.field, e.message)
+            except JobInputError as e:
+                form_error(form, e.field, e.message, prefixes=(PARAM_PREFIX, RES_PREFIX))
             else:
                 return redirect("job", slug=project.slug, job_id=job.public_id)
         status = 422
@@ -73,7 +71,7 @@ def job_detail(request: HttpRequest, slug: str, job_id: str) -> HttpResponse:
     job = selectors.job_get(project=project, job_id=job_id)
     context = {"project": project, "job": job, "events": selectors.job_events(job=job),
                "can_write": membership.allows(Role.EDITOR)}
-    if _htmx(request):
+    if is_htmx(request):
         response = render(request, "jobs/job.html#live", context)
         return HttpResponse(response.content, status=STOP_POLLING) if job.is_final else response
     return render(request, "jobs/job.html", context)
@@ -85,8 +83,8 @@ def job_cancel(request: HttpRequest, slug: str, job_id: str) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug, role=Role.EDITOR)
     job = selectors.job_get(project=project, job_id=job_id)
     try:
-        services.job_cancel(job=job, user=request.user)
-    except services.JobStateError as e:
+        launch.job_cancel(job=job, user=request.user)
+    except JobStateError as e:
         messages.error(request, str(e))
     return redirect("job", slug=project.slug, job_id=job.public_id)
 
@@ -99,15 +97,9 @@ def template_edit(request: HttpRequest, slug: str, template_id: int | None = Non
     project, _ = access.project_for_user(request.user, slug, role=Role.EDITOR)
     template = None
     if template_id is not None:
-        template = JobTemplate.objects.filter(project=project, pk=template_id).first()
-        if template is None:
-            from django.http import Http404
-
-            raise Http404("no such template")
+        template = get_or_404(JobTemplate.objects, "template", project=project, pk=template_id)
     initial = None
     if template is not None:
-        import json
-
         initial = {"slug": template.slug, "name": template.name, "kind": template.kind,
                    "description": template.description, "command_template": template.command_template,
                    "params_schema": json.dumps(template.params_schema, indent=2),
@@ -118,14 +110,13 @@ def template_edit(request: HttpRequest, slug: str, template_id: int | None = Non
         if form.is_valid():
             d = form.cleaned_data
             try:
-                saved = services.template_save(
+                saved = templates.template_save(
                     project=project, template=template, slug=d["slug"], name=d["name"], kind=d["kind"],
                     description=d["description"], command_template=d["command_template"],
                     params_schema=d["params_schema"], import_outputs=d["import_outputs"],
                 )
-            except services.JobInputError as e:
-                target = e.field.split("[")[0] if e.field.split("[")[0] in form.fields else None
-                form.add_error(target, f"{e.field}: {e.message}" if target is None or "[" in e.field else e.message)
+            except JobInputError as e:
+                form_error(form, e.field, e.message)
             else:
                 messages.success(request, f"template {saved.name} saved")
                 return redirect("job_launch", slug=project.slug, template_slug=saved.slug)
@@ -159,13 +150,12 @@ def cluster_edit(request: HttpRequest, slug: str, cluster_id: int | None = None)
     if request.method == "POST":
         if form.is_valid():
             try:
-                cluster = services.cluster_save(
+                cluster = clusters.cluster_save(
                     project=project, cluster=cluster, name=form.cleaned_data["name"], kind=kind,
                     settings_in=form.settings_in(), secrets_in=form.secrets_in(),
                 )
-            except services.JobInputError as e:
-                form.add_error(e.field if e.field in form.fields else None,
-                               e.message if e.field in form.fields else f"{e.field}: {e.message}")
+            except JobInputError as e:
+                form_error(form, e.field, e.message)
             else:
                 messages.success(request, f"cluster {cluster.name} saved")
                 return redirect("cluster_edit", slug=project.slug, cluster_id=cluster.pk)
@@ -179,7 +169,7 @@ def cluster_edit(request: HttpRequest, slug: str, cluster_id: int | None = None)
 def cluster_test(request: HttpRequest, slug: str, cluster_id: int) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug, role=Role.ADMIN)
     cluster = selectors.cluster_get(project=project, cluster_id=cluster_id)
-    services.cluster_test(cluster=cluster)
-    if _htmx(request):
+    clusters.cluster_test(cluster=cluster)
+    if is_htmx(request):
         return render(request, "jobs/cluster_edit.html#test", {"project": project, "cluster": cluster})
     return redirect("cluster_edit", slug=project.slug, cluster_id=cluster.pk)

@@ -57,8 +57,8 @@ def share_create(
             raise ShareError("target: no such example in this project")
         link.example = example
     else:
-        from deeprepo_web.front.compare import comparison_for
-        from deeprepo_web.runs.comparison import CompareError
+        from deeprepo_web.compare.comparison import CompareError
+        from deeprepo_web.compare.views import comparison_for
 
         runs = [str(r) for r in params.get("runs") or []]
         raw = {k: str(params.get(k) or "")[:500] for k in COMPARISON_KEYS}

@@ -16,8 +16,10 @@ from django.views.decorators.http import require_POST, require_safe
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
 from deeprepo_web.analysis import stats
-from deeprepo_web.runs import comparison as cmp
-from deeprepo_web.runs import diffs, pricing, selectors
+from deeprepo_web.compare import comparison as cmp
+from deeprepo_web.compare import diffs, pricing
+from deeprepo_web.front.http import get_or_404
+from deeprepo_web.runs import selectors
 from deeprepo_web.runs.models import Turn
 from deeprepo_web.sharing.models import ShareKind, ShareLink
 from deeprepo_web.sharing.services import ShareError, share_create, share_resolve, share_revoke
@@ -67,10 +69,7 @@ def share_new(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def share_revoke_view(request: HttpRequest, slug: str, link_id: int) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug, role=Role.EDITOR)
-    link = ShareLink.objects.filter(project=project, pk=link_id).first()
-    if link is None:
-        raise Http404("no such link")
-    share_revoke(link=link)
+    share_revoke(link=get_or_404(ShareLink.objects, "link", project=project, pk=link_id))
     return redirect("shares", slug=project.slug)
 
 
@@ -116,7 +115,7 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
         raise Http404("no such link")
     ctx: dict[str, Any] = {"link": link, "title": link.title}
     if link.kind == ShareKind.COMPARISON:
-        from deeprepo_web.front.compare import comparison_context, comparison_for
+        from deeprepo_web.compare.views import comparison_context, comparison_for
 
         params = link.params or {}
         try:

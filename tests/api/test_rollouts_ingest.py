@@ -66,7 +66,8 @@ def test_run_deletion_cascades(api):
 
 
 def test_service_accepts_ints_and_floats_mixed_in_one_batch(team):
-    from deeprepo_web.runs.services import rollouts_ingest, run_create
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.services import run_create
 
     run, _ = run_create(project=team.project, name="mixed")
     stored = rollouts_ingest(run=run, rollouts=[rollout("a", reward=1), rollout("b", reward=0.5, cost=2)])

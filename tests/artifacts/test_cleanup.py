@@ -13,7 +13,7 @@ from django.utils import timezone
 from deeprepo_web.runs.models import Artifact
 from tests.artifacts.conftest import sha, upload
 from tests.infra.s3 import BUCKET
-from workers import tasks
+from workers.tasks import artifacts as tasks
 
 
 def test_beat_schedules_cleanup() -> None:

@@ -39,7 +39,8 @@ def test_compare_page_in_browser(browser_page: Any, live_server: Any, team: Any,
 
 
 def test_compare_curves_of_training_runs(browser_page: Any, live_server: Any, team: Any) -> None:
-    from deeprepo_web.runs.services import metrics_ingest, run_create
+    from deeprepo_web.runs.ingest.metrics import metrics_ingest
+    from deeprepo_web.runs.services import run_create
 
     s = seed_002(team.project)
     other, _ = run_create(project=team.project, name="Qwen3-30B-A3B GRPO (lr 2e-5)", kind="train")

@@ -38,7 +38,7 @@ def test_launch_demo_grpo_watch_it_succeed_then_cancel_another(
     browser_page: Any, live_server: Any, team: Any, celery_worker: Any, screenshot_dir: str,
     tmp_path: Path,
 ) -> None:
-    from deeprepo_web.jobs.services import cluster_save
+    from deeprepo_web.jobs.services.clusters import cluster_save
 
     cluster_save(project=team.project, name="this machine", kind="local", settings_in={
         "state_dir": str(tmp_path / "local-jobs"), "workdir": str(Path(__file__).resolve().parents[2]),

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.trajectory.conftest import ingest
-from tests.trajectory.hostile import hostile_rollout
+from tests.trajectories.conftest import ingest
+from tests.trajectories.hostile import hostile_rollout
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,7 +25,8 @@ def wait_js(page: Any, expression: str, timeout: float = 10.0) -> None:
 
 def _demo_run(team: Any) -> Any:
     """A few steps of the real demo GRPO trainer, its rollouts ingested through the service."""
-    from deeprepo_web.runs.services import rollouts_ingest, run_create
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.services import run_create
     from workers.demo_grpo import TrainConfig, train
 
     run, _ = run_create(project=team.project, name="demo-grpo", environment="toy-repo-audit", model="toy-softmax")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
 from deeprepo_web.runs.models import Rollout
-from deeprepo_web.runs.services import rollouts_ingest, run_create
+from deeprepo_web.runs.services import run_create
 
 ORACLE = """diff --git a/src/flask/helpers.py b/src/flask/helpers.py
 --- a/src/flask/helpers.py

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from deeprepo_web.runs.services import metrics_ingest, rollouts_ingest, run_create
+from deeprepo_web.runs.ingest.metrics import metrics_ingest
+from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+from deeprepo_web.runs.services import run_create
 
 EXAMPLES = ["mini-repo-flask-auth", "mini-repo-billing", "mini-repo-etl"]
 ENV = "deeprepo-orchestration"

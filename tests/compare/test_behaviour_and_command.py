@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from deeprepo_web.runs import checkpoints
+from deeprepo_web.compare import checkpoints
+from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
 from deeprepo_web.runs.models import Rollout
-from deeprepo_web.runs.selectors import turn_outlier_ids
-from deeprepo_web.runs.services import rollouts_ingest, run_create
+from deeprepo_web.runs.services import run_create
+from deeprepo_web.trajectories.selectors import turn_outlier_ids
 from tests.compare.seed002 import seed_002
 
 pytestmark = pytest.mark.django_db

@@ -25,7 +25,9 @@ def reward_points(values: list[float]) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def seeded(team: Any) -> Seeded:
-    from deeprepo_web.runs.services import metrics_ingest, rollouts_ingest, run_create
+    from deeprepo_web.runs.ingest.metrics import metrics_ingest
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.services import run_create
 
     p = team.project
     alpha, _ = run_create(project=p, name="alpha-grpo", model="qwen-8b", environment="repo-audit",

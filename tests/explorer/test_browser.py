@@ -15,7 +15,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def test_explorer_filter_open_run_and_charts(browser_page: Any, live_server: Any, team: Any,
                                              screenshot_dir: str) -> None:
-    from deeprepo_web.runs.services import metrics_ingest, rollouts_ingest, run_create
+    from deeprepo_web.runs.ingest.metrics import metrics_ingest
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.services import run_create
     from tests.factories import rollout
 
     noisy = [0.1 + 0.6 * (i / 120) + (0.15 if i % 3 == 0 else -0.1) for i in range(120)]

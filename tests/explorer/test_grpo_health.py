@@ -13,8 +13,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_dead_groups_and_quantiles_per_step(team: Any) -> None:
-    from deeprepo_web.runs.selectors import grpo_health
-    from deeprepo_web.runs.services import rollouts_ingest, run_create
+    from deeprepo_web.explorer.health import grpo_health
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.services import run_create
 
     run, _ = run_create(project=team.project, name="hand-made")
     groups0 = {"A": [0, 0, 0, 0], "B": [1, 1, 1, 1], "C": [0, 1, 0.5, 1], "D": [0.5, 0.5], "E": [0.25]}
@@ -48,8 +49,9 @@ def test_dead_groups_and_quantiles_per_step(team: Any) -> None:
 
 
 def test_all_fail_uses_the_runs_lowest_reward_when_rewards_are_negative(team: Any) -> None:
-    from deeprepo_web.runs.selectors import grpo_health
-    from deeprepo_web.runs.services import rollouts_ingest, run_create
+    from deeprepo_web.explorer.health import grpo_health
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.services import run_create
 
     run, _ = run_create(project=team.project, name="negative")
     rollouts_ingest(run=run, rollouts=[
@@ -63,8 +65,9 @@ def test_all_fail_uses_the_runs_lowest_reward_when_rewards_are_negative(team: An
 
 
 def test_run_without_rollouts_is_empty_and_the_query_is_bounded(team: Any) -> None:
-    from deeprepo_web.runs.selectors import grpo_health
-    from deeprepo_web.runs.services import rollouts_ingest, run_create
+    from deeprepo_web.explorer.health import grpo_health
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.services import run_create
 
     run, _ = run_create(project=team.project, name="empty")
     assert grpo_health(run=run).step == []

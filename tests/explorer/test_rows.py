@@ -6,9 +6,10 @@ import datetime as dt
 
 from django.utils import timezone
 
-from deeprepo_web.front.rows import rollout_row_html, run_row_html
+from deeprepo_web.explorer.rows import run_row_html
+from deeprepo_web.explorer.selectors import RunReward
 from deeprepo_web.runs.models import Example, Rollout, Run
-from deeprepo_web.runs.selectors import RunReward
+from deeprepo_web.trajectories.rows import rollout_row_html
 
 EVIL = '"><script>window.__pwned=1</script>'
 

@@ -85,7 +85,8 @@ def test_last_reward_and_sparkline_are_shown(client: Any, team: Any, seeded: Any
 
 def test_rewards_cost_a_fixed_number_of_queries(client: Any, team: Any, seeded: Any,
                                                 django_assert_max_num_queries: Any) -> None:
-    from deeprepo_web.runs.services import metrics_ingest, run_create
+    from deeprepo_web.runs.ingest.metrics import metrics_ingest
+    from deeprepo_web.runs.services import run_create
 
     for i in range(30):
         run, _ = run_create(project=team.project, name=f"extra-{i}")

@@ -12,8 +12,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_small_seed_is_consistent(client: Any) -> None:
+    from deeprepo_web.explorer.health import grpo_health
     from deeprepo_web.runs.models import MetricSeries, Rollout, Run, ToolCall, Turn
-    from deeprepo_web.runs.selectors import grpo_health, series_downsampled
+    from deeprepo_web.runs.selectors import series_downsampled
 
     out = StringIO()
     call_command("seed_scale", rollouts=500, runs=4, long_points=5000, metric_steps=40, project="tiny", stdout=out)
@@ -33,7 +34,7 @@ def test_small_seed_is_consistent(client: Any) -> None:
     train = runs.filter(kind="train").exclude(name="long-series").first()
     assert train is not None and grpo_health(run=train).step
     # Later inserts through the ORM get fresh ids (the sequences were moved past the COPY'd rows).
-    from deeprepo_web.runs.services import rollouts_ingest
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
     from tests.factories import rollout
 
     assert rollouts_ingest(run=train, rollouts=[rollout("new", uid="after-seed")]) == 1

@@ -11,8 +11,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_rollup_buckets_match_raw_points(team: Any) -> None:
+    from deeprepo_web.runs.ingest.metrics import metrics_ingest
     from deeprepo_web.runs.selectors import series_downsampled
-    from deeprepo_web.runs.services import metrics_ingest, run_create
+    from deeprepo_web.runs.services import run_create
 
     run, _ = run_create(project=team.project, name="long")
     values = [math.sin(i / 50) + (5.0 if i == 1234 else 0.0) for i in range(6000)]

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from deeprepo_web.importers.jobs import import_job_create, import_job_enqueue
 from deeprepo_web.importers.models import ImportJob
-from deeprepo_web.importers.services import import_job_create, import_job_enqueue
 from deeprepo_web.runs.models import Rollout
 from tests.importers.conftest import vf_row
 from tests.jobs.conftest import wait_for

@@ -16,8 +16,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
+from deeprepo_web.importers.jobs import QUEUE_AWAY
 from deeprepo_web.importers.models import ImportJob
-from deeprepo_web.importers.services import QUEUE_AWAY
 from deeprepo_web.runs.models import Rollout, Run
 from tests.importers.conftest import vf_row
 from tests.jobs.conftest import wait_for

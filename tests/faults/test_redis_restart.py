@@ -30,7 +30,7 @@ STALE_SECONDS = 3  # DEEPREPO_JOB_STALE_DISPATCH_SECONDS for the worker: re-send
 
 
 def _marker_template(team: Any) -> Any:
-    from deeprepo_web.jobs.services import template_save
+    from deeprepo_web.jobs.services.templates import template_save
 
     return template_save(
         project=team.project, slug="marker", name="Marker", kind="train",
@@ -44,7 +44,7 @@ def test_redis_restart_while_dispatching_loses_and_doubles_nothing(
     team: Any, own_redis: Any, start_own_worker: Any, local_cluster: Any, work: Path,
 ) -> None:
     from deeprepo_web.jobs.models import FINAL_JOB_STATUSES, Job
-    from deeprepo_web.jobs.services import job_launch
+    from deeprepo_web.jobs.services.launch import job_launch
 
     worker = start_own_worker(concurrency=2, DEEPREPO_JOB_STALE_DISPATCH_SECONDS=str(STALE_SECONDS))
     template = _marker_template(team)

@@ -35,7 +35,9 @@ def _page(client: Client, job: Any) -> str:
 def test_slurm_controller_down_then_back_reconciles_jobs(
     team: Any, slurm_cluster: Any, probe_template: Any, start_own_worker: Any, work: Path,
 ) -> None:
-    from deeprepo_web.jobs.services import FOLLOW_ERROR, cluster_save, job_launch
+    from deeprepo_web.jobs.services.clusters import cluster_save
+    from deeprepo_web.jobs.services.launch import job_launch
+    from deeprepo_web.jobs.services.sync import FOLLOW_ERROR
 
     start_own_worker(concurrency=2)
     cluster = cluster_save(project=team.project, name="slurm-here", kind="slurm", settings_in={

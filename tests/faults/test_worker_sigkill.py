@@ -42,7 +42,8 @@ def _owed(broker: redis.Redis, task: str) -> int:
 def test_worker_main_process_sigkilled_mid_dispatch(
     team: Any, slurm_cluster: Any, probe_template: Any, own_redis: Any, start_own_worker: Any, work: Path,
 ) -> None:
-    from deeprepo_web.jobs.services import cluster_save, job_launch
+    from deeprepo_web.jobs.services.clusters import cluster_save
+    from deeprepo_web.jobs.services.launch import job_launch
 
     # Two workers from the start: the survivor has been polling for a while when its peer dies
     # (kombu throttles its look at unacked tasks; a fresh worker looks once at start-up).

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from deeprepo_web.importers.services import ImportReport, import_path
+from deeprepo_web.importers.pipeline import import_path
+from deeprepo_web.importers.report import ImportReport
 from deeprepo_web.runs.models import Metric, MetricSeries, Rollout, Run, ToolCall, Turn
 
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from deeprepo_web.importers.jobs import import_job_run
 from deeprepo_web.importers.models import ImportJob
-from deeprepo_web.importers.services import import_job_run
 from deeprepo_web.runs.models import Rollout
 
 from .conftest import vf_row, write_vf

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from deeprepo_web.runs import services as runs
+from deeprepo_web.importers import writers
 from deeprepo_web.runs.models import Rollout, ToolCall
 
 from .conftest import counts, vf_row, write_vf
@@ -30,13 +30,13 @@ def test_an_import_parsed_in_a_child_process(tmp_path, do_import, settings, monk
     settings.DEEPREPO_IMPORT_PARSE_PROCESS_BYTES = 0  # every input goes through the child
     settings.DEEPREPO_IMPORT_WRITERS = 2  # and its three batches through two writer threads
     seen: set[str] = set()
-    ingest = runs.rollouts_ingest
+    ingest = writers.rollouts_ingest
 
     def spy(**kw):
         seen.add(threading.current_thread().name)
         return ingest(**kw)
 
-    monkeypatch.setattr(runs, "rollouts_ingest", spy)
+    monkeypatch.setattr(writers, "rollouts_ingest", spy)
     report = do_import(folder)
     assert seen and all(name.startswith("deeprepo-import-write") for name in seen), seen
     assert [p["line"] for p in report.problems][0] == 6
@@ -57,7 +57,7 @@ def test_a_bug_in_a_writer_thread_stops_the_import(tmp_path, do_import, settings
     folder = write_vf(tmp_path / "run", [vf_row(i, i // 2) for i in range(1200)])
     settings.DEEPREPO_IMPORT_PARSE_PROCESS_BYTES = 0
     settings.DEEPREPO_IMPORT_WRITERS = 2
-    ingest = runs.rollouts_ingest
+    ingest = writers.rollouts_ingest
     calls = []
 
     def broken(**kw):
@@ -66,7 +66,7 @@ def test_a_bug_in_a_writer_thread_stops_the_import(tmp_path, do_import, settings
             raise RuntimeError("a bug in the row builder")
         return ingest(**kw)
 
-    monkeypatch.setattr(runs, "rollouts_ingest", broken)
+    monkeypatch.setattr(writers, "rollouts_ingest", broken)
     with pytest.raises(RuntimeError, match="a bug in the row builder"):
         do_import(folder)
     assert _writer_threads() == []

@@ -9,11 +9,11 @@ import pytest
 from django.conf import settings as django_settings
 from django.utils import timezone
 
+from deeprepo_web.importers.jobs import import_job_create
 from deeprepo_web.importers.models import ImportJob
-from deeprepo_web.importers.services import import_job_create
 from deeprepo_web.runs.models import Rollout
 from tests.jobs.conftest import wait_for
-from workers import tasks
+from workers.tasks import imports as tasks
 
 from .conftest import vf_row, write_vf
 

@@ -55,7 +55,7 @@ def wait_for(check: Callable[[], Any], timeout: float = 30, what: str = "conditi
 @pytest.fixture
 def probe_template(team: Any) -> Any:
     """A project template running the backend tests' probe with two text parameters."""
-    from deeprepo_web.jobs.services import template_save
+    from deeprepo_web.jobs.services.templates import template_save
 
     return template_save(
         project=team.project, slug="probe", name="Probe", kind="train",
@@ -74,7 +74,7 @@ def probe_template(team: Any) -> Any:
 
 @pytest.fixture
 def local_cluster(team: Any, work: Path) -> Iterator[Any]:
-    from deeprepo_web.jobs.services import cluster_save
+    from deeprepo_web.jobs.services.clusters import cluster_save
 
     cluster = cluster_save(project=team.project, name="here", kind="local", settings_in={
         "state_dir": str(work / "local-jobs"), "kill_grace_s": 2, "workdir": str(REPO),
@@ -86,7 +86,7 @@ def local_cluster(team: Any, work: Path) -> Iterator[Any]:
 
 @pytest.fixture
 def slurm_cluster_row(team: Any, work: Path, slurm_cluster: Any) -> Iterator[Any]:  # noqa: F811
-    from deeprepo_web.jobs.services import cluster_save
+    from deeprepo_web.jobs.services.clusters import cluster_save
 
     cluster = cluster_save(project=team.project, name="slurm-here", kind="slurm", settings_in={
         "slurm_conf": str(slurm_cluster.conf), "state_dir": str(work / "slurm-state"), "command_timeout": 15,
@@ -109,7 +109,7 @@ def ssh_settings(server: Any, cluster: Any, **over: Any) -> dict[str, Any]:
 def _stop_leftovers(cluster: Any) -> None:
     """Cancel what a failed test left running on the cluster, before the rows are flushed."""
     from deeprepo_web.jobs.models import FINAL_JOB_STATUSES, Job
-    from deeprepo_web.jobs.services import backend_for_cluster
+    from deeprepo_web.jobs.services.clusters import backend_for_cluster
 
     with contextlib.suppress(Exception):
         left = list(Job.objects.filter(cluster=cluster).exclude(status__in=FINAL_JOB_STATUSES)
@@ -124,7 +124,7 @@ def _stop_leftovers(cluster: Any) -> None:
 @pytest.fixture
 def launch(team: Any, celery_worker: Worker) -> Callable[..., Any]:
     """job_launch as the editor, committed, so the real worker picks it up."""
-    from deeprepo_web.jobs.services import job_launch
+    from deeprepo_web.jobs.services.launch import job_launch
 
     def go(template: Any, cluster: Any, params: dict[str, Any], **kw: Any) -> Any:
         return job_launch(project=team.project, template=template, cluster=cluster, params=params,
@@ -135,7 +135,7 @@ def launch(team: Any, celery_worker: Worker) -> Callable[..., Any]:
 
 def builtin(slug: str) -> Any:
     from deeprepo_web.jobs.models import JobTemplate
-    from deeprepo_web.jobs.services import builtin_templates_ensure
+    from deeprepo_web.jobs.services.templates import builtin_templates_ensure
 
     builtin_templates_ensure()
     return JobTemplate.objects.get(project__isnull=True, slug=slug)

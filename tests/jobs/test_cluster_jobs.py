@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _hostile_template(team: Any, values: list[str]) -> Any:
-    from deeprepo_web.jobs.services import template_save
+    from deeprepo_web.jobs.services.templates import template_save
 
     names = [f"h{i}" for i in range(len(values))]
     return template_save(
@@ -55,7 +55,7 @@ def test_slurm_failure_keeps_exit_code_and_log_tail(slurm_cluster_row: Any, prob
 
 @pytest.mark.slurm
 def test_slurm_cancel(team: Any, slurm_cluster_row: Any, probe_template: Any, launch: Any, work: Path) -> None:
-    from deeprepo_web.jobs.services import job_cancel
+    from deeprepo_web.jobs.services.launch import job_cancel
 
     out = work / "p.json"
     job = launch(probe_template, slurm_cluster_row, {"out": str(out), "sleep": 120})
@@ -106,7 +106,7 @@ def test_slurm_resources_reach_sbatch(slurm_cluster_row: Any, probe_template: An
 
 def _ssh_cluster(team: Any, server: Any, slurm: Any, name: str = "login", key: str | None = None,
                  **over: Any) -> Any:
-    from deeprepo_web.jobs.services import cluster_save
+    from deeprepo_web.jobs.services.clusters import cluster_save
 
     return cluster_save(project=team.project, name=name, kind="slurm",
                         settings_in=ssh_settings(server, slurm, **over),
@@ -131,7 +131,7 @@ def test_slurm_over_ssh_job_runs_as_the_login_user(team: Any, sshd_server: Any, 
 @pytest.mark.slurm
 def test_wrong_host_key_fails_the_job_with_the_reason(team: Any, sshd_server: Any, slurm_cluster: Any,
                                                       probe_template: Any, launch: Any, work: Path) -> None:
-    from deeprepo_web.jobs.services import cluster_test
+    from deeprepo_web.jobs.services.clusters import cluster_test
 
     # A real key, but not the server's: what a man-in-the-middle (or a reinstalled node) looks like.
     other = paramiko.Ed25519Key.from_private_key(io.StringIO(sshd_server.user_key))
@@ -167,7 +167,7 @@ def test_unreachable_cluster_retries_then_fails_with_the_reason(team: Any, sshd_
 
 @pytest.mark.ray
 def test_ray_job_runs_to_success(team: Any, ray_head: Any, probe_template: Any, launch: Any, work: Path) -> None:
-    from deeprepo_web.jobs.services import cluster_save
+    from deeprepo_web.jobs.services.clusters import cluster_save
 
     cluster = cluster_save(project=team.project, name="ray", kind="ray",
                            settings_in={"address": ray_head.address, "workdir": str(work)})
@@ -184,7 +184,8 @@ def test_ray_job_runs_to_success(team: Any, ray_head: Any, probe_template: Any, 
 
 @pytest.mark.ray
 def test_ray_cancel(team: Any, ray_head: Any, probe_template: Any, launch: Any, work: Path) -> None:
-    from deeprepo_web.jobs.services import cluster_save, job_cancel
+    from deeprepo_web.jobs.services.clusters import cluster_save
+    from deeprepo_web.jobs.services.launch import job_cancel
 
     cluster = cluster_save(project=team.project, name="ray", kind="ray", settings_in={"address": ray_head.address})
     out = work / "p.json"

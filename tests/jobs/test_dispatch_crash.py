@@ -61,7 +61,7 @@ def test_worker_killed_mid_submit_loses_nothing_and_doubles_nothing(
     moment: str, team: Any, slurm_cluster: Any, probe_template: Any, launch: Any, work: Path,
     celery_worker: Any,
 ) -> None:
-    from deeprepo_web.jobs.services import cluster_save
+    from deeprepo_web.jobs.services.clusters import cluster_save
 
     bin_dir = _wrapped_bin(work, BEFORE if moment == "before_sbatch" else AFTER)
     cluster = cluster_save(project=team.project, name="slurm-wrapped", kind="slurm", settings_in={

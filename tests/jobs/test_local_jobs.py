@@ -65,7 +65,7 @@ def test_failing_command_fails_with_exit_code_and_log_tail(
 
 def test_cancel_stops_a_running_job(team: Any, local_cluster: Any, probe_template: Any, launch: Any,
                                     work: Path) -> None:
-    from deeprepo_web.jobs.services import job_cancel
+    from deeprepo_web.jobs.services.launch import job_cancel
 
     out = work / "p.json"
     job = launch(probe_template, local_cluster, {"out": str(out), "sleep": 120})
@@ -116,7 +116,7 @@ def test_hostile_parameters_reach_the_program_as_inert_data(
 def test_demo_grpo_logs_rewards_into_the_jobs_run(
     team: Any, local_cluster: Any, launch: Any, live_server: Any
 ) -> None:
-    from deeprepo_web.jobs.services import cluster_save
+    from deeprepo_web.jobs.services.clusters import cluster_save
     from deeprepo_web.runs.models import MetricSeries
 
     cluster = cluster_save(project=team.project, name=local_cluster.name, kind="local", cluster=local_cluster,
@@ -132,7 +132,7 @@ def test_demo_grpo_logs_rewards_into_the_jobs_run(
 def test_eval_outputs_folder_is_recorded_and_handed_to_the_importer(
     team: Any, local_cluster: Any, launch: Any, work: Path
 ) -> None:
-    from deeprepo_web.jobs.services import template_save
+    from deeprepo_web.jobs.services.templates import template_save
 
     template = template_save(
         project=team.project, slug="fake-eval", name="Fake eval", kind="eval", import_outputs=True,

@@ -17,7 +17,7 @@ PRIVATE_KEY_MARK = "AAAAC3NzaC1lZDI1NTE5AAAA-secret-body"
 
 @pytest.fixture
 def cluster(team: Any, tmp_path: Any) -> Cluster:
-    from deeprepo_web.jobs.services import cluster_save
+    from deeprepo_web.jobs.services.clusters import cluster_save
 
     return cluster_save(project=team.project, name="here", kind="local",
                         settings_in={"state_dir": str(tmp_path / "jobs")})
@@ -41,7 +41,8 @@ def _post_demo(client: Any, cluster_row: Cluster, **over: Any) -> Any:
 
 
 def test_outsider_gets_404_everywhere(client: Any, team: Any, cluster: Cluster) -> None:
-    from deeprepo_web.jobs.services import job_launch, templates_for_project
+    from deeprepo_web.jobs.services.launch import job_launch
+    from deeprepo_web.jobs.services.templates import templates_for_project
 
     demo = next(t for t in templates_for_project(team.project) if t.slug == "demo-grpo")
     job = job_launch(project=team.project, template=demo, cluster=cluster, params={}, user=team.owner)
@@ -55,7 +56,8 @@ def test_outsider_gets_404_everywhere(client: Any, team: Any, cluster: Cluster) 
 
 
 def test_viewer_reads_but_cannot_launch_or_cancel(client: Any, team: Any, cluster: Cluster) -> None:
-    from deeprepo_web.jobs.services import job_launch, templates_for_project
+    from deeprepo_web.jobs.services.launch import job_launch
+    from deeprepo_web.jobs.services.templates import templates_for_project
 
     demo = next(t for t in templates_for_project(team.project) if t.slug == "demo-grpo")
     job = job_launch(project=team.project, template=demo, cluster=cluster, params={}, user=team.owner)
@@ -133,7 +135,9 @@ def test_out_of_schema_input_is_a_422_naming_the_field(client: Any, team: Any, c
 
 
 def test_service_rejects_parameters_outside_the_schema(team: Any, cluster: Cluster) -> None:
-    from deeprepo_web.jobs.services import JobInputError, job_launch, templates_for_project
+    from deeprepo_web.jobs.services.errors import JobInputError
+    from deeprepo_web.jobs.services.launch import job_launch
+    from deeprepo_web.jobs.services.templates import templates_for_project
 
     demo = next(t for t in templates_for_project(team.project) if t.slug == "demo-grpo")
     for params, field in (({"steps": 0}, "steps"), ({"steps": True}, "steps"), ({"bogus": 1}, "bogus"),
@@ -201,7 +205,7 @@ def test_cluster_secrets_are_encrypted_and_never_shown(client: Any, team: Any, t
 
 
 def test_test_connection_button_shows_the_verdict(client: Any, team: Any, cluster: Cluster) -> None:
-    from deeprepo_web.jobs.services import cluster_save
+    from deeprepo_web.jobs.services.clusters import cluster_save
 
     _login(client, team.owner)
     r = client.post(f"/p/demo/clusters/{cluster.pk}/test/", headers={"HX-Request": "true"})

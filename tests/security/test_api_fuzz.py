@@ -11,7 +11,8 @@ from django.core import signals
 from django.db import close_old_connections
 from hypothesis import HealthCheck, given, settings
 
-from deeprepo_web.runs.services import rollouts_ingest, run_create
+from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+from deeprepo_web.runs.services import run_create
 from tests.factories import rollout
 
 

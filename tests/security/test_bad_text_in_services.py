@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 
 from deeprepo_web.jobs.models import Cluster, Job, JobTemplate
-from deeprepo_web.jobs.services import JobInputError, cluster_save, job_launch, template_save
+from deeprepo_web.jobs.services.clusters import cluster_save
+from deeprepo_web.jobs.services.errors import JobInputError
+from deeprepo_web.jobs.services.launch import job_launch
+from deeprepo_web.jobs.services.templates import template_save
 from deeprepo_web.runs.services import run_create
 from deeprepo_web.sharing.models import ShareLink
 from deeprepo_web.sharing.services import ShareError, share_create

@@ -24,7 +24,9 @@ import pytest
 from deeprepo_web.accounts.services import api_key_create
 from deeprepo_web.artifacts.services import artifact_store_file
 from deeprepo_web.importers.models import ImportJob
-from deeprepo_web.jobs.services import cluster_save, job_launch, template_save
+from deeprepo_web.jobs.services.clusters import cluster_save
+from deeprepo_web.jobs.services.launch import job_launch
+from deeprepo_web.jobs.services.templates import template_save
 from deeprepo_web.runs.models import Example, Rollout, Run
 from deeprepo_web.sharing.services import share_create
 

@@ -17,9 +17,12 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from deeprepo_web.artifacts.services import artifact_store_file
 from deeprepo_web.importers.models import ImportJob
 from deeprepo_web.jobs.models import JobTemplate
-from deeprepo_web.jobs.services import builtin_templates_ensure, cluster_save, job_launch
+from deeprepo_web.jobs.services.clusters import cluster_save
+from deeprepo_web.jobs.services.launch import job_launch
+from deeprepo_web.jobs.services.templates import builtin_templates_ensure
+from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
 from deeprepo_web.runs.models import BlobRef, Example, Rollout, Run, ToolCall
-from deeprepo_web.runs.services import rollouts_ingest, run_create
+from deeprepo_web.runs.services import run_create
 from deeprepo_web.sharing.services import share_create
 from tests.factories import rollout
 

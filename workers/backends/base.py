@@ -153,6 +153,11 @@ class JobSpec:
 
 class Backend(ABC):
     kind: ClassVar[str]
+    # What a Cluster of this kind holds: settings (shown on its form) and secrets (stored encrypted,
+    # never shown again); settings that are numbers, with their type.
+    setting_fields: ClassVar[tuple[str, ...]] = ()
+    secret_fields: ClassVar[tuple[str, ...]] = ()
+    number_settings: ClassVar[dict[str, type[int] | type[float]]] = {}
 
     def __init__(self, settings: Mapping[str, Any], secrets: Mapping[str, str]) -> None:
         self.settings = dict(settings)
@@ -183,6 +188,11 @@ class Backend(ABC):
     @abstractmethod
     def test_connection(self) -> str:
         """A one-line description of the cluster, or BackendError."""
+
+    def check(self) -> None:
+        """Refuse unusable settings (BackendError) without contacting the cluster; the constructor
+        checks what it needs, this what it reads only later (keys, host key lines)."""
+        return None
 
     def close(self) -> None:
         """Release connections (SSH, HTTP); the backend may be used again afterwards."""
@@ -220,15 +230,18 @@ def registered_kinds() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def backend_for(kind: str, settings: Mapping[str, Any], secrets: Mapping[str, str]) -> Backend:
-    """Build the backend for a Cluster row's kind, settings and decrypted secrets."""
+def backend_class(kind: str) -> type[Backend]:
     # Built-in kinds register on import of the package; make sure that happened.
     import workers.backends  # noqa: F401
 
     try:
-        cls = _REGISTRY[kind]
+        return _REGISTRY[kind]
     except KeyError:
         raise BackendError(
             f"unknown cluster kind {kind!r} (known: {', '.join(registered_kinds())})", permanent=True
         ) from None
-    return cls(settings, secrets)
+
+
+def backend_for(kind: str, settings: Mapping[str, Any], secrets: Mapping[str, str]) -> Backend:
+    """Build the backend for a Cluster row's kind, settings and decrypted secrets."""
+    return backend_class(kind)(settings, secrets)

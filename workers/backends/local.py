@@ -96,6 +96,9 @@ class LocalBackend(Backend):
     """Settings: state_dir (default ~/.deeprepo/local-jobs), kill_grace_s (default 5),
     inherit_env (extra worker variable names passed to jobs)."""
 
+    setting_fields = ("state_dir", "kill_grace_s")
+    number_settings = {"kill_grace_s": float}
+
     @property
     def state_dir(self) -> Path:
         return Path(self.setting("state_dir") or Path.home() / ".deeprepo" / "local-jobs").expanduser()

@@ -32,6 +32,10 @@ class RayBackend(Backend):
     submit_timeout (s, default 60: the first job on a fresh head starts a supervisor actor).
     Secrets: token (sent as "Authorization: Bearer ..." for a proxy in front of the head)."""
 
+    setting_fields = ("address", "timeout", "submit_timeout")
+    secret_fields = ("token",)
+    number_settings = {"timeout": float, "submit_timeout": float}
+
     def __init__(self, settings: Any, secrets: Any) -> None:
         super().__init__(settings, secrets)
         self.address = str(self.setting("address", required=True)).rstrip("/")

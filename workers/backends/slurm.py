@@ -17,9 +17,11 @@ import shlex
 from pathlib import PurePosixPath
 from typing import Any
 
+import paramiko
+
 from workers.backends.base import Backend, BackendError, JobSpec, JobState, JobStatus, register
 from workers.backends.local import describe_exit
-from workers.backends.runners import LocalRunner, Result, Runner, SshRunner
+from workers.backends.runners import LocalRunner, Result, Runner, SshRunner, add_known_hosts, load_private_key
 
 DEFAULT_STATE_DIR = ".deeprepo/slurm"
 
@@ -76,6 +78,11 @@ class SlurmBackend(Backend):
     command_timeout (30 s), connect_timeout (10 s), bin_dir (where sbatch lives).
     Secrets: private_key, passphrase."""
 
+    setting_fields = ("host", "port", "user", "known_hosts", "slurm_conf", "bin_dir", "state_dir",
+                      "command_timeout", "connect_timeout")
+    secret_fields = ("private_key", "passphrase")
+    number_settings = {"port": int, "command_timeout": float, "connect_timeout": float}
+
     def __init__(self, settings: Any, secrets: Any) -> None:
         super().__init__(settings, secrets)
         env = {}
@@ -101,6 +108,11 @@ class SlurmBackend(Backend):
 
     def close(self) -> None:
         self.runner.close()
+
+    def check(self) -> None:
+        if self.setting("host"):
+            add_known_hosts(paramiko.HostKeys(), str(self.setting("known_hosts") or ""))
+            load_private_key(self.secrets.get("private_key", ""), self.secrets.get("passphrase"))
 
     # -- helpers -------------------------------------------------------------------------
     def _bin(self, name: str) -> str:

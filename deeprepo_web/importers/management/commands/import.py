@@ -8,7 +8,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from deeprepo_client.formats import FORMATS
 from deeprepo_web.accounts.models import Project
-from deeprepo_web.importers.services import ImportReport, import_path
+from deeprepo_web.importers.pipeline import import_path
+from deeprepo_web.importers.report import ImportReport
 
 
 def report_lines(report: ImportReport) -> list[str]:

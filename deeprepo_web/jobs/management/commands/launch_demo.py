@@ -9,7 +9,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.jobs.models import Cluster, JobTemplate
-from deeprepo_web.jobs.services import builtin_templates_ensure, cluster_save, job_launch
+from deeprepo_web.jobs.services.clusters import cluster_save
+from deeprepo_web.jobs.services.launch import job_launch
+from deeprepo_web.jobs.services.templates import builtin_templates_ensure
 
 LOCAL_CLUSTER = "this machine"
 

@@ -21,8 +21,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, transaction
 
 from deeprepo_web.accounts.models import Membership, Project, Role
+from deeprepo_web.runs.ingest.metrics import ROLLUP_WIDTHS
 from deeprepo_web.runs.models import Example, Run, RunKind, RunStatus
-from deeprepo_web.runs.services import ROLLUP_WIDTHS
 
 SAMPLES_PER_GROUP = 8
 GROUPS_PER_STEP = 4

@@ -1,0 +1,78 @@
+"""Project settings: members and API keys. Admins only; everyone else gets 404."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST, require_safe
+
+from deeprepo_web.accounts import access
+from deeprepo_web.accounts.models import ApiKey, Membership, Project, Role
+from deeprepo_web.accounts.services import api_key_create, api_key_revoke, membership_set
+from deeprepo_web.front.http import get_or_404
+
+
+def _page(request: HttpRequest, project: Project, **extra: object) -> HttpResponse:
+    context = {
+        "project": project,
+        "memberships": Membership.objects.filter(project=project).select_related("user").order_by("user__username"),
+        "keys": ApiKey.objects.filter(project=project).select_related("user").order_by("-created_at")[:200],
+        "roles": Role.choices,
+        **extra,
+    }
+    return render(request, "accounts/settings.html", context)
+
+
+@require_safe
+@login_required
+def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
+    project, _ = access.project_for_user(request.user, slug, role=Role.ADMIN)
+    return _page(request, project)
+
+
+@login_required
+@require_POST
+def key_create(request: HttpRequest, slug: str) -> HttpResponse:
+    project, _ = access.project_for_user(request.user, slug, role=Role.ADMIN)
+    name = request.POST.get("name", "").strip()[:200] or "unnamed"
+    scopes = [s for s in request.POST.getlist("scopes") if s in ("ingest", "read")]
+    _, secret = api_key_create(project=project, user=request.user, name=name, scopes=scopes)  # type: ignore[arg-type]
+    # The secret is rendered once, in this response only.
+    return _page(request, project, new_key=secret, new_key_name=name)
+
+
+@login_required
+@require_POST
+def key_revoke(request: HttpRequest, slug: str, key_id: int) -> HttpResponse:
+    project, _ = access.project_for_user(request.user, slug, role=Role.ADMIN)
+    api_key_revoke(key=get_or_404(ApiKey.objects, "key", project=project, pk=key_id))
+    return redirect("project_settings", slug=slug)
+
+
+@login_required
+@require_POST
+def member_set(request: HttpRequest, slug: str) -> HttpResponse:
+    project, _ = access.project_for_user(request.user, slug, role=Role.ADMIN)
+    username = request.POST.get("username", "").strip()
+    role = request.POST.get("role", "")
+    user = User.objects.filter(username=username).first()
+    if user is None or role not in Role.values:
+        return _page(request, project, member_error=f"no user named {username!r}" if user is None
+                     else f"unknown role {role!r}")
+    if user == request.user and role != Role.ADMIN:
+        return _page(request, project, member_error="you cannot lower your own role")
+    membership_set(project=project, user=user, role=role)
+    return redirect("project_settings", slug=slug)
+
+
+@login_required
+@require_POST
+def member_remove(request: HttpRequest, slug: str, membership_id: int) -> HttpResponse:
+    project, _ = access.project_for_user(request.user, slug, role=Role.ADMIN)
+    membership = get_or_404(Membership.objects, "member", project=project, pk=membership_id)
+    if membership.user_id == request.user.pk:
+        return _page(request, project, member_error="you cannot remove yourself")
+    membership.delete()
+    return redirect("project_settings", slug=slug)

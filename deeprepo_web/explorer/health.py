@@ -1,0 +1,107 @@
+"""GRPO health of a run per step: reward quantiles, dead groups (all fail / all pass), turns, tokens, cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import connection
+
+from deeprepo_web.runs.models import Run
+from deeprepo_web.runs.selectors import finite_or_none
+
+HEALTH_MAX_STEPS = 5000
+_TOL = 1e-9
+
+# One pass over a run's rollouts through the (run, step, example) index: groups per (step, example),
+# then per step. Bounded by the run's rollouts; the step count caps the output.
+_HEALTH_SQL = """
+WITH base AS (
+    SELECT step, example_id, reward, num_turns, input_tokens, output_tokens, cost
+    FROM runs_rollout WHERE run_id = %(run)s AND step IS NOT NULL
+), bounds AS (
+    SELECT min(reward) AS lo, max(reward) AS hi FROM base
+), g AS (
+    SELECT step, example_id, count(reward) AS n, min(reward) AS mn, max(reward) AS mx
+    FROM base GROUP BY step, example_id
+), gs AS (
+    SELECT g.step,
+           count(*) FILTER (WHERE g.n > 0) AS groups,
+           count(*) FILTER (WHERE g.n > 1 AND g.mx - g.mn <= %(tol)s) AS dead,
+           count(*) FILTER (WHERE g.n > 1 AND g.mx - g.mn <= %(tol)s
+                            AND (g.mx <= %(tol)s OR g.mx <= b.lo + %(tol)s)) AS all_fail,
+           count(*) FILTER (WHERE g.n > 1 AND g.mx - g.mn <= %(tol)s
+                            AND NOT (g.mx <= %(tol)s OR g.mx <= b.lo + %(tol)s) AND g.mn >= b.hi - %(tol)s)
+                            AS all_pass
+    FROM g CROSS JOIN bounds b GROUP BY g.step
+), st AS (
+    SELECT step, count(*) AS rollouts, avg(reward) AS mean, stddev_pop(reward) AS std,
+           percentile_cont(ARRAY[0.1, 0.25, 0.5, 0.75, 0.9]) WITHIN GROUP (ORDER BY reward) AS q,
+           avg(num_turns) AS turns, avg(input_tokens) AS tin, avg(output_tokens) AS tout,
+           sum(cost) AS cost
+    FROM base GROUP BY step
+)
+SELECT st.step, st.rollouts, gs.groups, gs.dead, gs.all_fail, gs.all_pass, st.mean, st.std, st.q,
+       st.turns, st.tin, st.tout, st.cost
+FROM st JOIN gs ON gs.step = st.step
+ORDER BY st.step DESC LIMIT %(limit)s
+"""
+
+
+@dataclass
+class Health:
+    step: list[int] = field(default_factory=list)
+    rollouts: list[int] = field(default_factory=list)
+    groups: list[int] = field(default_factory=list)
+    frac_dead: list[float | None] = field(default_factory=list)
+    frac_all_fail: list[float | None] = field(default_factory=list)
+    frac_all_pass: list[float | None] = field(default_factory=list)
+    mean: list[float | None] = field(default_factory=list)
+    std: list[float | None] = field(default_factory=list)
+    p10: list[float | None] = field(default_factory=list)
+    p25: list[float | None] = field(default_factory=list)
+    p50: list[float | None] = field(default_factory=list)
+    p75: list[float | None] = field(default_factory=list)
+    p90: list[float | None] = field(default_factory=list)
+    turns: list[float | None] = field(default_factory=list)
+    input_tokens: list[float | None] = field(default_factory=list)
+    output_tokens: list[float | None] = field(default_factory=list)
+    cost: list[float | None] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _f(value: Any) -> float | None:
+    return None if value is None else finite_or_none(float(value))
+
+
+def grpo_health(*, run: Run, max_steps: int = HEALTH_MAX_STEPS) -> Health:
+    """Per training step: dead-group fractions (all-fail / all-pass), reward quantiles, turns, tokens, cost.
+
+    A group is the rollouts of one example at one step; it is dead (no GRPO signal) when it has
+    two or more rewards and they are all equal. All-fail: the common reward is ≤ 0 or the run's
+    lowest reward; all-pass: it is the run's highest reward. The latest `max_steps` steps are kept.
+    """
+    with connection.cursor() as cur:
+        cur.execute(_HEALTH_SQL, {"run": run.pk, "tol": _TOL, "limit": max_steps})
+        rows = cur.fetchall()
+    out = Health()
+    for step, n, groups, dead, fail, pas, mean, std, q, turns, tin, tout, cost in reversed(rows):
+        out.step.append(step)
+        out.rollouts.append(n)
+        out.groups.append(groups)
+        out.frac_dead.append(dead / groups if groups else None)
+        out.frac_all_fail.append(fail / groups if groups else None)
+        out.frac_all_pass.append(pas / groups if groups else None)
+        out.mean.append(_f(mean))
+        out.std.append(_f(std))
+        qs = list(q) if q is not None else [None] * 5
+        for name, value in zip(("p10", "p25", "p50", "p75", "p90"), qs, strict=True):
+            getattr(out, name).append(_f(value))
+        out.turns.append(_f(turns))
+        out.input_tokens.append(_f(tin))
+        out.output_tokens.append(_f(tout))
+        out.cost.append(_f(cost))
+    return out
+

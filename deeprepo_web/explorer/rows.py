@@ -1,0 +1,103 @@
+"""The runs explorer's table rows, written in Python, and its reward sparklines.
+
+Table rows are the hottest renders of the product (every visit, 50 rows of 11 cells). As templates they
+cost ~45 template nodes a row, ~0.4 ms, most of each page's time; format_html escapes every value
+exactly as the template engine does, at a fraction of the cost. The markup is the same as before.
+"""
+
+from __future__ import annotations
+
+import math
+
+from django.contrib.humanize.templatetags.humanize import naturaltime
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+from django.utils.text import Truncator
+
+from deeprepo_web.explorer.selectors import RunReward
+from deeprepo_web.explorer.templatetags import explorer_format
+from deeprepo_web.runs.models import Run
+
+SPARK_W, SPARK_H = 120, 22
+
+
+def sparkline_points(values: list[float], width: int = SPARK_W, height: int = SPARK_H) -> str:
+    """Polyline coordinates of `values` scaled into a width x height box (1 px margin)."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return ""
+    if len(finite) == 1:
+        finite = finite * 2
+    lo, hi = min(finite), max(finite)
+    span = hi - lo or 1.0
+    n = len(finite) - 1
+    return " ".join(
+        f"{1 + i * (width - 2) / n:.1f},{height - 1 - (v - lo) / span * (height - 2):.1f}"
+        for i, v in enumerate(finite)
+    )
+
+
+_RUN_ROW_HTML = (
+    '<tr data-run="{id}">'
+    '<td class="sel"><input type="checkbox" class="run-select" value="{id}" aria-label="Select {name}"></td>'
+    '<td class="name"><a href="{url}">{short_name}</a>{checkpoint}{notes}</td>'
+    '<td><span class="kind kind-{kind}">{kind}</span></td>'
+    '<td><span class="status status-{status}">{status}</span></td>'
+    '<td class="clip" title="{model}">{model_shown}</td>'
+    '<td class="clip" title="{environment}">{environment_shown}</td>'
+    '<td class="tags">{tags}</td>'
+    '<td class="nowrap muted" title="{when}">{when_ago}</td>'
+    '<td class="num nowrap">{duration}</td>'
+    '<td class="num reward"{reward_title}>{reward}</td>'
+    '<td class="spark">{spark}</td>'
+    "</tr>"
+)
+_SPARK_HTML = (
+    '<svg class="sparkline" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="reward curve">'
+    '<polyline points="{points}"/></svg>'
+)
+MAX_TAGS_SHOWN = 4
+
+
+def clip(text: str, length: int) -> str:
+    """The truncatechars filter, without its cost for the usual text that is short enough."""
+    return text if len(text) <= length else Truncator(text).chars(length)
+
+
+def run_row_html(run: Run, *, url: str, reward: RunReward | None, group_key: str,
+                 group: str | None) -> SafeString:
+    """The table row of `run` (preceded by a group header row when `group` starts a new group)."""
+    tags = run.tags or []
+    shown = format_html_join("", '<span class="tag">{}</span>', ((t,) for t in tags[:MAX_TAGS_SHOWN]))
+    if len(tags) > MAX_TAGS_SHOWN:
+        shown += format_html('<span class="muted small">+{}</span>', len(tags) - MAX_TAGS_SHOWN)
+    when = run.started_at or run.created_at
+    spark = sparkline_points(reward.points) if reward else ""
+    html = format_html(
+        _RUN_ROW_HTML,
+        id=run.public_id,
+        name=run.name,
+        url=url,
+        short_name=clip(run.name, 80),
+        checkpoint=format_html(' <span class="muted small">@{}</span>', run.checkpoint_step)
+        if run.checkpoint_step is not None else "",
+        notes=format_html('<div class="notes muted">{}</div>', clip(run.notes, 100)) if run.notes else "",
+        kind=run.kind,
+        status=run.status,
+        model=run.model,
+        model_shown=run.model or "—",
+        environment=run.environment,
+        environment_shown=run.environment or "—",
+        tags=shown,
+        when=timezone.localtime(when).strftime("%Y-%m-%d %H:%M:%S"),
+        when_ago=naturaltime(when),
+        duration=explorer_format.duration(run.duration_seconds),
+        reward_title=format_html(' title="{}"', reward.key) if reward and reward.key else "",
+        reward=explorer_format.num(reward.last if reward else None),
+        spark=format_html(_SPARK_HTML, w=SPARK_W, h=SPARK_H, points=spark) if spark else "",
+    )
+    if group is None:
+        return html
+    return format_html('<tr class="group-row"><td colspan="11"><span class="muted">{} =</span> <strong>{}</strong>'
+                       "</td></tr>{}", group_key, group, html)

@@ -1,0 +1,185 @@
+"""Reads for the runs explorer: the filtered, sorted table, its facets, and reward sparklines."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection
+
+from deeprepo_web.accounts.models import Project
+from deeprepo_web.runs.ingest.metrics import ROLLUP_WIDTHS
+from deeprepo_web.runs.models import MetricSeries, Run
+from deeprepo_web.runs.selectors import finite_or_none
+
+# Metric keys that stand for "the reward" of a run, in order of preference.
+REWARD_KEYS = ("reward", "reward/mean", "train/reward", "rewards/mean", "eval/reward")
+RUN_SORTS = {
+    "created": "created_at", "name": "name", "status": "status", "kind": "kind", "model": "model",
+    "environment": "environment", "started": "started_at",
+}
+
+
+@dataclass
+class RunQuery:
+    """The explorer's filters, all optional; built from a query string by the view."""
+
+    status: str = ""
+    kind: str = ""
+    model: str = ""
+    environment: str = ""
+    tag: str = ""
+    q: str = ""
+    sort: str = "-created"
+    group: str = ""  # "config.<dotted key>"
+
+
+def _config_path(group: str) -> list[str] | None:
+    if not group.startswith("config.") or len(group) <= len("config.") or len(group) > 200:
+        return None
+    return group[len("config."):].split(".")
+
+
+def run_table(*, project: Project, query: RunQuery, page: int = 1, per_page: int = 50) -> tuple[list[Run], bool]:
+    """One page of the project's runs under `query`, and whether a next page exists (no COUNT)."""
+    from django.db.models import F, OuterRef, Q, Subquery
+    from django.db.models.fields.json import KT
+
+    qs = Run.objects.filter(project=project)
+    if query.status:
+        qs = qs.filter(status=query.status)
+    if query.kind:
+        qs = qs.filter(kind=query.kind)
+    if query.model:
+        qs = qs.filter(model=query.model)
+    if query.environment:
+        qs = qs.filter(environment=query.environment)
+    if query.tag:
+        qs = qs.filter(tags__contains=[query.tag])
+    if query.q:
+        qs = qs.filter(Q(name__icontains=query.q) | Q(notes__icontains=query.q))
+    order: list[Any] = []
+    path = _config_path(query.group)
+    if path is not None:
+        qs = qs.annotate(group_value=KT("config__" + "__".join(path)))
+        order.append(F("group_value").asc(nulls_last=True))
+    desc = query.sort.startswith("-")
+    name = query.sort.lstrip("-")
+    if name.startswith("metric:") and len(name) > len("metric:"):
+        key = name[len("metric:"):]
+        qs = qs.annotate(sort_value=Subquery(
+            MetricSeries.objects.filter(run=OuterRef("pk"), key=key).values("last_value")[:1]
+        ))
+        order.append(F("sort_value").desc(nulls_last=True) if desc else F("sort_value").asc(nulls_last=True))
+    else:
+        column = RUN_SORTS.get(name, "created_at")
+        order.append(F(column).desc(nulls_last=True) if desc else F(column).asc(nulls_last=True))
+    order.append("-id")
+    start = (max(page, 1) - 1) * per_page
+    rows = list(qs.order_by(*order)[start : start + per_page + 1])
+    return rows[:per_page], len(rows) > per_page
+
+
+def run_facets(*, project: Project) -> dict[str, list[str]]:
+    """Distinct values for the explorer's filter menus (one small query each, bounded)."""
+    base = Run.objects.filter(project=project)
+    out: dict[str, list[str]] = {}
+    for column in ("model", "environment"):
+        out[column] = list(
+            base.exclude(**{column: ""}).order_by(column).values_list(column, flat=True).distinct()[:200]
+        )
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT DISTINCT t FROM runs_run, unnest(tags) AS t WHERE project_id = %s ORDER BY t LIMIT 200",
+            [project.pk],
+        )
+        out["tag"] = [row[0] for row in cur.fetchall()]
+        # Metric keys to sort by: the keys of the latest runs are representative and cheap to read.
+        cur.execute(
+            "SELECT DISTINCT s.key FROM runs_metricseries s WHERE s.run_id IN "
+            "(SELECT id FROM runs_run WHERE project_id = %s ORDER BY created_at DESC LIMIT 50) "
+            "ORDER BY s.key LIMIT 300",
+            [project.pk],
+        )
+        out["metric"] = [row[0] for row in cur.fetchall()]
+    return out
+
+
+@dataclass
+class RunReward:
+    key: str
+    last: float | None
+    points: list[float]  # ≤ SPARK_POINTS values for the sparkline, in step order
+
+
+SPARK_POINTS = 60
+
+
+def run_rewards(*, runs: list[Run]) -> dict[int, RunReward]:
+    """Last reward and a ≤60-point sparkline per run, for a whole page in at most three queries."""
+    if not runs:
+        return {}
+    ids = [r.pk for r in runs]
+    series = list(
+        MetricSeries.objects.filter(run_id__in=ids, key__in=REWARD_KEYS).values_list(
+            "id", "run_id", "key", "count", "first_step", "last_step", "last_value"
+        )
+    )
+    rank = {k: i for i, k in enumerate(REWARD_KEYS)}
+    chosen: dict[int, tuple[Any, ...]] = {}
+    for row in series:
+        current = chosen.get(row[1])
+        if current is None or rank[row[2]] < rank[current[2]]:
+            chosen[row[1]] = row
+    raw_ids: list[int] = []
+    level_of: dict[int, int] = {}
+    for sid, _run, _key, count, first, last, _lv in chosen.values():
+        if count <= 4 * SPARK_POINTS or first is None or last is None:
+            raw_ids.append(sid)
+            continue
+        span = last - first + 1
+        level = len(ROLLUP_WIDTHS) - 1
+        for i, w in enumerate(ROLLUP_WIDTHS):
+            if span / w <= 4 * SPARK_POINTS:
+                level = i
+                break
+        level_of[sid] = level
+    values: dict[int, list[tuple[int, float | None]]] = {sid: [] for sid, *_ in chosen.values()}
+    with connection.cursor() as cur:
+        if raw_ids:
+            cur.execute(
+                "SELECT series_id, step, value FROM runs_metric WHERE series_id = ANY(%s) ORDER BY series_id, step",
+                [raw_ids],
+            )
+            for sid, step, value in cur.fetchall():
+                values[sid].append((step, value))
+        # One query per distinct level (usually one): `series_id = ANY(...) AND level = L` walks the
+        # rollup primary key, where a join on (series, level) pairs made Postgres scan.
+        for level in sorted(set(level_of.values())):
+            cur.execute(
+                "SELECT series_id, last_step, last_value FROM runs_metricrollup "
+                "WHERE series_id = ANY(%s) AND level = %s ORDER BY series_id, bucket",
+                [[sid for sid, lv in level_of.items() if lv == level], level],
+            )
+            for sid, step, value in cur.fetchall():
+                values[sid].append((step, value))
+    out: dict[int, RunReward] = {}
+    for sid, run_id, key, _count, _first, _last, last_value in chosen.values():
+        points = [v for _, v in values[sid] if v is not None and math.isfinite(v)]
+        out[run_id] = RunReward(key=key, last=finite_or_none(last_value), points=_thin(points, SPARK_POINTS))
+    return out
+
+
+def _thin(points: list[float], n: int) -> list[float]:
+    """At most n points: the mean of each of n equal slices (a sparkline shows the trend, not spikes)."""
+    if len(points) <= n:
+        return points
+    out = []
+    for i in range(n):
+        a = i * len(points) // n
+        b = max(a + 1, (i + 1) * len(points) // n)
+        chunk = points[a:b]
+        out.append(sum(chunk) / len(chunk))
+    return out
+

@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from deeprepo_web.explorer import views
+
+urlpatterns = [
+    path("r/<str:run_id>/", views.run_redirect, name="run_short"),
+    path("p/<slug:slug>/", views.project, name="project"),
+    path("p/<slug:slug>/runs/<str:run_id>/", views.run_detail, name="run"),
+    path("p/<slug:slug>/runs/<str:run_id>/status/", views.run_status, name="run_status"),
+    path("p/<slug:slug>/runs/<str:run_id>/health/", views.run_health, name="run_health"),
+]

@@ -1,0 +1,155 @@
+"""Runs explorer (/p/<slug>/) and run page (/p/<slug>/runs/<id>/): thin views over explorer.selectors."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.safestring import SafeString
+from django.views.decorators.http import require_safe
+
+from deeprepo_web.accounts import access
+from deeprepo_web.explorer import selectors
+from deeprepo_web.explorer.health import grpo_health
+from deeprepo_web.explorer.rows import run_row_html
+from deeprepo_web.front.http import is_htmx, page_param
+from deeprepo_web.runs.models import FINAL_RUN_STATUSES, MetricSeries, Run, RunKind, RunStatus
+
+PER_PAGE = 50
+MAX_OVERLAY = 8
+def _query(request: HttpRequest) -> selectors.RunQuery:
+    get = request.GET
+    return selectors.RunQuery(
+        status=get.get("status", "")[:20],
+        kind=get.get("kind", "")[:20],
+        model=get.get("model", "")[:500],
+        environment=get.get("environment", "")[:500],
+        tag=get.get("tag", "")[:200],
+        q=get.get("q", "").strip()[:200],
+        sort=get.get("sort", "-created")[:520] or "-created",
+        group=get.get("group", "").strip()[:200],
+    )
+
+
+def _qs(query: selectors.RunQuery, **changes: Any) -> str:
+    params = {k: v for k, v in {**query.__dict__, **changes}.items() if v not in ("", None)}
+    if params.get("sort") == "-created":
+        params.pop("sort")
+    return urlencode(params)
+
+
+@require_safe
+@login_required
+def project(request: HttpRequest, slug: str) -> HttpResponse:
+    proj, membership = access.project_for_user(request.user, slug)
+    query = _query(request)
+    page = page_param(request)
+    runs, has_next = selectors.run_table(project=proj, query=query, page=page, per_page=PER_PAGE)
+    rewards = selectors.run_rewards(runs=runs)
+    project_url = reverse("project", args=[proj.slug])
+    rows: list[SafeString] = []
+    previous: object = object()
+    for run in runs:
+        group = None
+        if query.group:
+            value = getattr(run, "group_value", None)
+            if value != previous:
+                group = "—" if value is None else str(value)
+                previous = value
+        # One reverse() per page, not per row: a run's URL is the project's plus its id.
+        rows.append(run_row_html(run, url=f"{project_url}runs/{run.public_id}/", reward=rewards.get(run.pk),
+                                 group_key=query.group, group=group))
+    sort_desc = query.sort.startswith("-")
+    context: dict[str, Any] = {
+        "project": proj,
+        "project_url": project_url,
+        "membership": membership,
+        "query": query,
+        "rows": rows,
+        "page": page,
+        "has_next": has_next,
+        "next_qs": _qs(query, page=page + 1) if has_next else "",
+        "prev_qs": _qs(query, page=page - 1 if page > 2 else None) if page > 1 else "",
+        "sort_key": query.sort.lstrip("-"),
+        "sort_desc": sort_desc,
+        "sort_links": {
+            **{name: _qs(query, sort=f"-{name}" if query.sort == name else name)
+               for name in ("name", "status", "kind", "model", "environment")},
+            **{name: _qs(query, sort=name if query.sort == f"-{name}" else f"-{name}")
+               for name in ("started", "created", "metric:reward")},
+        },
+    }
+    if is_htmx(request, "runs-table"):
+        return render(request, "explorer/runs.html#table", context)
+    context["facets"] = selectors.run_facets(project=proj)
+    context["statuses"] = RunStatus.values
+    context["kinds"] = RunKind.values
+    return render(request, "explorer/runs.html", context)
+
+
+
+@require_safe
+@login_required
+def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
+    run = access.run_for_user(request.user, run_id, slug=slug)
+    series = list(
+        MetricSeries.objects.filter(run=run).order_by("key").values("key", "count", "last_value")[:2000]
+    )
+    overlay: list[dict[str, str]] = []
+    for other_id in request.GET.get("overlay", "").split(",")[:MAX_OVERLAY]:
+        other_id = other_id.strip()
+        if not other_id or other_id == run.public_id or any(o["id"] == other_id for o in overlay):
+            continue
+        try:
+            other = access.run_for_user(request.user, other_id)
+        except Http404:
+            continue  # a run the user may not read is silently left out of the overlay
+        overlay.append({"id": other.public_id, "name": other.name})
+    evals = list(Run.objects.filter(parent=run).order_by("checkpoint_step", "created_at")[:200])
+    chart_config = {
+        "run": {"id": run.public_id, "name": run.name},
+        "overlay": overlay,
+        "keys": [{"key": s["key"], "count": s["count"]} for s in series],
+        "seriesUrl": "/api/v1/runs/",
+        "healthUrl": reverse("run_health", args=[run.project.slug, run.public_id]),
+    }
+    return render(request, "explorer/run.html", {
+        "project": run.project,
+        "run": run,
+        "series_count": len(series),
+        "evals": evals,
+        "overlay": overlay,
+        "chart_config": chart_config,
+        "final": run.status in FINAL_RUN_STATUSES,
+    })
+
+
+@require_safe
+@login_required
+def run_status(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
+    """The live header partial; 286 tells htmx to stop polling once the run is final."""
+    run = access.run_for_user(request.user, run_id, slug=slug)
+    final = run.status in FINAL_RUN_STATUSES
+    response = render(request, "explorer/run.html#status", {"project": run.project, "run": run, "final": final})
+    if final:
+        response.status_code = 286
+    return response
+
+
+@require_safe
+@login_required
+def run_health(request: HttpRequest, slug: str, run_id: str) -> JsonResponse:
+    run = access.run_for_user(request.user, run_id, slug=slug)
+    return JsonResponse(grpo_health(run=run).as_dict())
+
+
+@require_safe
+@login_required
+def run_redirect(request: HttpRequest, run_id: str) -> HttpResponse:
+    """Short link printed by the client: /r/<id>/ -> the run page inside its project."""
+    run = access.run_for_user(request.user, run_id)
+    return redirect("run", slug=run.project.slug, run_id=run.public_id)

@@ -1,0 +1,146 @@
+"""Launch and cancel from the web: a Job and its Run, then dispatch or cancel once the transaction commits."""
+
+from __future__ import annotations
+
+import functools
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from deeprepo_web.accounts.models import Project
+from deeprepo_web.jobs.models import Cluster, ClusterKind, Job, JobStatus, JobTemplate
+from deeprepo_web.jobs.params import ParamError, render_command, validate_params, validate_schema
+from deeprepo_web.jobs.services.errors import JobInputError, JobStateError
+from deeprepo_web.jobs.services.state import finalize, job_event
+from deeprepo_web.runs.models import RunStatus
+from deeprepo_web.runs.services import run_create
+from deeprepo_web.text import clean_deep, clean_text
+from workers.backends import BackendError, Resources
+from workers.queue import enqueue
+
+RESOURCE_FIELDS = ("partition", "gpus", "cpus", "mem", "time_limit", "account", "ray_resources")
+
+
+def resources_validate(raw: dict[str, Any]) -> dict[str, Any]:
+    """Resources as stored on the job (JSON), after the backends' own validation."""
+    out: dict[str, Any] = {}
+    for key in RESOURCE_FIELDS:
+        value = raw.get(key)
+        if value is None or value == "" or value == {}:
+            continue
+        if key in ("gpus", "cpus"):
+            try:
+                value = int(value)
+            except (TypeError, ValueError):
+                raise JobInputError(key, f"must be an integer, got {str(value)[:40]!r}") from None
+        elif key == "ray_resources":
+            if not isinstance(value, dict):
+                raise JobInputError(key, "must be an object name -> amount")
+        else:
+            value = str(value).strip()
+        out[key] = value
+    unknown = sorted(set(raw) - set(RESOURCE_FIELDS))
+    if unknown:
+        raise JobInputError(unknown[0], "is not a resource (partition, gpus, cpus, mem, time_limit, account, "
+                                        "ray_resources)")
+    try:
+        Resources(**out)
+    except BackendError as e:
+        field = next((k for k in RESOURCE_FIELDS if e.message.startswith(k.replace("_", " ")) or
+                      e.message.startswith(k)), "resources")
+        raise JobInputError(field, e.message) from e
+    return out
+
+
+def _output_dir(cluster: Cluster, job: Job) -> str:
+    root = str(cluster.settings.get("output_root") or "")
+    if not root:
+        root = str(Path(settings.DATA_DIR) / "job-outputs") if cluster.kind == ClusterKind.LOCAL \
+            else ".deeprepo/outputs"
+    return f"{root.rstrip('/')}/{job.public_id}"
+
+
+@transaction.atomic
+def job_launch(
+    *, project: Project, template: JobTemplate, cluster: Cluster, params: dict[str, Any],
+    resources: dict[str, Any] | None = None, user: Any = None, name: str = "",
+) -> Job:
+    """Validate, create the Job and its Run (queued), and dispatch once the transaction commits."""
+    if template.project_id not in (None, project.id):
+        raise JobInputError("template", "not a template of this project")
+    if cluster.project_id != project.id:
+        raise JobInputError("cluster", "not a cluster of this project")
+    try:
+        schema = validate_schema(template.params_schema)
+        # params.py refuses NUL in values; a lone surrogate passes it, and jsonb would refuse it.
+        values = clean_deep(validate_params(schema, params))
+    except ParamError as e:
+        raise JobInputError(e.field, e.message) from e
+    res = resources_validate(resources or {})
+    name = clean_text(name or "").strip() or f"{template.name} {timezone.now():%Y-%m-%d %H:%M}"
+    if len(name) > 200:
+        raise JobInputError("name", "must be at most 200 characters")
+    run, _ = run_create(
+        project=project, name=name, kind=template.kind, status=RunStatus.QUEUED, source="job",
+        method="grpo" if template.slug in ("demo-grpo", "trl-grpo", "prime-rl") else "",
+        config={"job_template": template.slug, "parameters": values, "cluster": cluster.name},
+    )
+    job = Job(project=project, template=template, cluster=cluster, run=run, created_by=user, name=name,
+              parameters=values, resources=res, command="")
+    job.output_dir = _output_dir(cluster, job)
+    try:
+        job.command = render_command(template.command_template, schema, values, {
+            "output_dir": job.output_dir, "job_id": job.public_id, "run_id": run.public_id,
+        })
+    except ParamError as e:
+        raise JobInputError(e.field, e.message) from e
+    job.save()
+    who = getattr(user, "username", "") or "system"
+    job_event(job, "", JobStatus.PENDING, f"launched by {who} on {cluster.name} ({cluster.kind})")
+    transaction.on_commit(functools.partial(job_enqueue, "dispatch", job.pk))
+    return job
+
+
+def stale_after() -> timedelta:
+    return timedelta(seconds=float(settings.DEEPREPO_JOB_STALE_DISPATCH_SECONDS))
+
+
+def job_enqueue(what: str, job_id: int, *, note: bool = True) -> bool:
+    """Send the job's dispatch or cancel task. The broker may be away (Redis restarting): then the
+    row is already committed, so say so on the job and let beat's sync send it again once
+    the job is stale, instead of failing the user's request after the fact."""
+    if enqueue(f"deeprepo.jobs.{what}", job_id):
+        return True
+    if note:
+        status = Job.objects.filter(pk=job_id).values_list("status", flat=True).first() or ""
+        job_event(job_id, status, status,
+                  f"the task queue is unreachable; the {what} will be sent again within "
+                  f"{stale_after().total_seconds() + settings.DEEPREPO_JOB_SYNC_SECONDS:.0f}s of the queue coming back")
+    return False
+
+
+def job_cancel(*, job: Job, user: Any = None) -> Job:
+    who = getattr(user, "username", "") or "system"
+    now = timezone.now()
+    with transaction.atomic():
+        cancelled = Job.objects.filter(pk=job.pk, status=JobStatus.PENDING).update(
+            status=JobStatus.CANCELLED, finished_at=now)
+        if cancelled:
+            # Never reached the cluster: dispatch will find it cancelled and do nothing.
+            job_event(job, JobStatus.PENDING, JobStatus.CANCELLED, f"cancelled by {who} before it was submitted")
+            finalize(job.pk)
+    if not cancelled:
+        for status in (JobStatus.SUBMITTING, JobStatus.QUEUED, JobStatus.RUNNING):
+            if Job.objects.filter(pk=job.pk, status=status).update(status=JobStatus.CANCELLING):
+                job_event(job, status, JobStatus.CANCELLING, f"cancel requested by {who}")
+                transaction.on_commit(functools.partial(job_enqueue, "cancel", job.pk))
+                break
+        else:
+            job.refresh_from_db()
+            raise JobStateError(f"job is {job.status}; nothing to cancel")
+    job.refresh_from_db()
+    return job

@@ -1,0 +1,77 @@
+"""Job templates: the built-in ones, and a project's own (validated before they are saved)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from django.core.validators import slug_re
+from django.db import transaction
+from django.db.models import Q
+
+from deeprepo_web.accounts.models import Project
+from deeprepo_web.jobs.builtin import BUILTIN_TEMPLATES
+from deeprepo_web.jobs.models import JobTemplate
+from deeprepo_web.jobs.params import ParamError, validate_template
+from deeprepo_web.jobs.services.errors import JobInputError
+from deeprepo_web.text import clean_deep, clean_text
+
+
+def builtin_templates_ensure() -> None:
+    """Create or refresh the built-in templates (cheap when they are current)."""
+    existing = {t.slug: t for t in JobTemplate.objects.filter(project__isnull=True, builtin=True)}
+    for spec in BUILTIN_TEMPLATES:
+        fields = {
+            "name": spec["name"], "kind": spec["kind"], "description": spec["description"],
+            "command_template": spec["command_template"],
+            "params_schema": validate_template(spec["command_template"], spec["params_schema"]),
+            "import_outputs": spec.get("import_outputs", False),
+        }
+        current = existing.get(spec["slug"])
+        if current is None:
+            with contextlib.suppress(Exception), transaction.atomic():  # a concurrent request made it
+                JobTemplate.objects.create(project=None, slug=spec["slug"], builtin=True, **fields)
+        elif any(getattr(current, k) != v for k, v in fields.items()):
+            JobTemplate.objects.filter(pk=current.pk).update(**fields)
+
+
+def templates_for_project(project: Project) -> list[JobTemplate]:
+    if not JobTemplate.objects.filter(project__isnull=True, builtin=True).exists():
+        builtin_templates_ensure()
+    order = {spec["slug"]: i for i, spec in enumerate(BUILTIN_TEMPLATES)}
+    templates = JobTemplate.objects.filter(Q(project=project) | Q(project__isnull=True))
+    # Built-ins in their curated order (the demo first), then the project's own by name.
+    return sorted(templates, key=lambda t: (0, order.get(t.slug, 99), "") if t.builtin else (1, 0, t.name.lower()))
+
+
+def template_save(
+    *, project: Project, slug: str, name: str, kind: str, command_template: str, params_schema: Any,
+    description: str = "", import_outputs: bool = False, template: JobTemplate | None = None,
+) -> JobTemplate:
+    """Validate and save a project template; a placeholder without a parameter is refused."""
+    if not slug_re.match(slug) or len(slug) > JobTemplate._meta.get_field("slug").max_length:  # type: ignore[operator]
+        raise JobInputError("slug", "letters, digits, - and _ only (at most 64)")  # it goes into URLs
+    name, description, command_template = clean_text(name), clean_text(description), clean_text(command_template)
+    try:
+        # Cleaned after validation, which refuses NUL in defaults and NaN with a message; what is
+        # left to clean is text (labels, help, choices) holding NUL or lone surrogates.
+        schema = clean_deep(validate_template(command_template, params_schema))
+    except ParamError as e:
+        raise JobInputError(e.field, e.message) from e
+    if kind not in ("train", "eval"):
+        raise JobInputError("kind", f"{kind!r} is not train or eval")
+    if template is not None and (template.builtin or template.project_id != project.id):
+        raise JobInputError("template", "built-in templates cannot be edited; save a copy under a new slug")
+    clash = JobTemplate.objects.filter(Q(project=project) | Q(project__isnull=True), slug=slug)
+    if template is not None:
+        clash = clash.exclude(pk=template.pk)
+    if clash.exists():
+        raise JobInputError("slug", f"a template {slug!r} already exists")
+    fields = {"slug": slug, "name": name, "kind": kind, "command_template": command_template,
+              "params_schema": schema, "description": description, "import_outputs": import_outputs}
+    if template is None:
+        return JobTemplate.objects.create(project=project, **fields)
+    for k, v in fields.items():
+        setattr(template, k, v)
+    template.save()
+    return template

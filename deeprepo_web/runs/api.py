@@ -1,0 +1,150 @@
+"""Runs API: create, update and finish runs, ingest metrics and rollouts (ingest key); read runs,
+series and rollouts (any key or a session)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pydantic
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from ninja import Router, Status
+from ninja.errors import HttpError
+
+from deeprepo_web.accounts import access
+from deeprepo_web.accounts.models import ApiKey
+from deeprepo_web.api.auth import ingest_auth, read_auth, run_for
+from deeprepo_web.api.errors import loads, pydantic_error_line
+from deeprepo_web.front.http import MAX_PAGE, get_or_404
+from deeprepo_web.runs import schemas, selectors, services
+from deeprepo_web.runs.ingest.metrics import metrics_ingest as store_metrics
+from deeprepo_web.runs.ingest.rollouts import rollouts_ingest as store_rollouts
+from deeprepo_web.runs.models import Rollout, Run
+from deeprepo_web.text import clean_deep
+from deeprepo_web.trajectories.selectors import rollout_page
+
+router = Router(tags=["runs"])
+
+
+@router.post("/runs", auth=ingest_auth, response={200: schemas.RunOut, 201: schemas.RunOut})
+def run_create(request: HttpRequest, payload: schemas.RunIn) -> Status:
+    key: ApiKey = request.auth  # type: ignore[attr-defined]
+    if payload.project and payload.project != key.project.slug:
+        raise HttpError(404, f"project: {payload.project!r} is not the project of this API key")
+    parent = None
+    if payload.parent_run_id:
+        parent = access.run_for_key(key, payload.parent_run_id)
+    data = clean_deep(payload.model_dump(exclude={"parent_run_id", "project"}))
+    run, created = services.run_create(project=key.project, parent=parent, **data)
+    return Status(201 if created else 200, run)
+
+
+@router.get("/runs", auth=read_auth, response=list[schemas.RunOut])
+def run_list(request: HttpRequest, project: str | None = None, limit: int = 100) -> QuerySet[Run]:
+    principal = request.auth  # type: ignore[attr-defined]
+    if isinstance(principal, ApiKey):
+        proj = principal.project
+    else:
+        if not project:
+            raise HttpError(400, "project: required when reading with a session")
+        proj, _ = access.project_for_user(principal, project)
+    return selectors.run_list(project=proj).select_related("parent", "project")[: max(1, min(limit, 1000))]
+
+
+@router.get("/runs/{run_id}", auth=read_auth, response=schemas.RunOut)
+def run_detail(request: HttpRequest, run_id: str) -> Run:
+    return run_for(request, run_id)
+
+
+@router.patch("/runs/{run_id}", auth=ingest_auth, response=schemas.RunOut)
+def run_update(request: HttpRequest, run_id: str, payload: schemas.RunPatch) -> Run:
+    run = run_for(request, run_id, write=True)
+    # null means "leave as is": every run field is a non-null column
+    changes = clean_deep(payload.model_dump(exclude_unset=True, exclude_none=True))
+    return services.run_update(run=run, **changes)
+
+
+@router.post("/runs/{run_id}/finish", auth=ingest_auth, response=schemas.RunOut)
+def run_finish(request: HttpRequest, run_id: str, payload: schemas.FinishIn) -> Run:
+    run = run_for(request, run_id, write=True)
+    return services.run_finish(run=run, status=payload.status)
+
+
+# NUL and lone surrogates are legal JSON escapes but Postgres refuses them: only bodies that
+# contain such an escape pay for the deep clean.
+_NEEDS_CLEAN = re.compile(rb"\\u0000|\\u[dD][89abAB][0-9a-fA-F]{2}")
+
+
+def _batch(request: HttpRequest, adapter: pydantic.TypeAdapter[Any], name: str) -> list[Any]:
+    body = request.body
+    data = loads(body)
+    if isinstance(data, dict) and isinstance(data.get(name), list):
+        data = data[name]
+    if not isinstance(data, list):
+        raise HttpError(422, f"body: expected a JSON list of {name} (or {{\"{name}\": [...]}})")
+    try:
+        items = adapter.validate_python(data)
+    except pydantic.ValidationError as exc:
+        raise HttpError(422, pydantic_error_line(exc.errors(), prefix=name)) from exc
+    if _NEEDS_CLEAN.search(body):
+        items = clean_deep(items)
+    return items
+
+
+_METRICS_DOC = {"requestBody": {"content": {"application/json": {"schema": {
+    "type": "array", "items": {"type": "object", "required": ["step", "values"], "properties": {
+        "step": {"type": "integer"}, "time": {"type": "number"},
+        "values": {"type": "object", "additionalProperties": {"type": "number"}}}}}}}, "required": True}}
+_ROLLOUTS_DOC = {"requestBody": {"content": {"application/json": {"schema": {
+    "type": "array", "items": {"type": "object", "required": ["example_key"],
+                               "description": "see deeprepo_client.records.RolloutRecord"}}}},
+    "required": True}}
+
+
+@router.post("/runs/{run_id}/metrics", auth=ingest_auth, response=schemas.IngestOut, openapi_extra=_METRICS_DOC)
+def metrics_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
+    run = run_for(request, run_id, write=True)
+    points = _batch(request, schemas.metric_batch, "points")
+    stored = store_metrics(run=run, points=points)
+    return {"received": sum(len(p["values"]) for p in points), "stored": stored}
+
+
+@router.post("/runs/{run_id}/rollouts", auth=ingest_auth, response=schemas.IngestOut,
+             openapi_extra=_ROLLOUTS_DOC)
+def rollouts_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
+    run = run_for(request, run_id, write=True)
+    rollouts = _batch(request, schemas.rollout_batch, "rollouts")
+    stored = store_rollouts(run=run, rollouts=rollouts)
+    return {"received": len(rollouts), "stored": stored}
+
+
+@router.get("/runs/{run_id}/series", auth=read_auth)
+def series(request: HttpRequest, run_id: str, key: str | None = None, buckets: int = 1000) -> dict[str, Any]:
+    """Without `key`: the run's metric keys. With it: the downsampled series (≤ 2,000 buckets)."""
+    run = run_for(request, run_id)
+    if key is None:
+        return {"keys": selectors.series_keys(run=run)}
+    result = selectors.series_downsampled(run=run, key=key, buckets=buckets)
+    if result is None:
+        raise HttpError(404, f"key: run {run_id} has no metric {key!r}")
+    return result.as_dict()
+
+
+@router.get("/runs/{run_id}/rollouts", auth=read_auth, response=schemas.RolloutPage)
+def rollouts_list(
+    request: HttpRequest, run_id: str, page: int = 1, per_page: int = 50, step: int | None = None,
+    order: str = "id",
+) -> dict[str, Any]:
+    run = run_for(request, run_id)
+    page = max(1, min(page, MAX_PAGE))  # past that the offset overflows; pages that far are empty anyway
+    filters = {"step": step} if step is not None else {}
+    rows, has_next = rollout_page(run=run, page=page, per_page=max(1, min(per_page, 500)), order=order,
+                                  filters=filters)
+    return {"page": page, "has_next": has_next, "rollouts": rows}
+
+
+@router.get("/runs/{run_id}/rollouts/{rollout_id}", auth=read_auth, response=schemas.RolloutDetailOut)
+def rollout_detail(request: HttpRequest, run_id: str, rollout_id: int) -> Rollout:
+    run = run_for(request, run_id)
+    return get_or_404(Rollout.objects.select_related("example"), "rollout", run=run, pk=rollout_id)

@@ -1,0 +1,81 @@
+"""Big bodies and inline images of turns and tool calls go to the blob store; rows keep a preview."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Any
+
+from deeprepo_web.runs.models import Run
+from deeprepo_web.storage import blob_put
+
+# What a row keeps of a body that went to the blob store.
+PREVIEW_CHARS = 16 * 1024
+
+
+def _offload(text: str | None, refs: set[str], limit: int) -> tuple[str, str, int]:
+    """(kept text, blob sha or '', full size in bytes). Bodies past `limit` bytes go to the store."""
+    if not text:
+        return "", "", 0
+    if text.isascii() and len(text) <= limit:
+        return text, "", len(text)  # most bodies: the size without encoding a copy
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text, "", len(data)
+    sha = blob_put(data)
+    refs.add(sha)
+    return text[:PREVIEW_CHARS], sha, len(data)
+
+
+# An inline image, bare or as a Markdown image: `![alt](data:image/png;base64,....)`.
+_DATA_IMAGE = re.compile(
+    r"(?:!\[(?P<alt>[^\]\n]{0,200})\]\()?data:image/(?P<fmt>png|jpeg|jpg|gif|webp);base64,"
+    r"(?P<b64>(?:[A-Za-z0-9+/]|\r?\n){16,}={0,2})(?P<close>\))?"
+)
+# Below this, a data URI costs less in the row than a round trip to the store.
+_MIN_IMAGE_BYTES = 1024
+
+
+def _extract_images(text: str, refs: set[str]) -> tuple[str, list[dict[str, Any]]]:
+    """Move inline base64 images to the blob store; the text keeps `![alt](blob:<sha>)` markers."""
+    if "data:image/" not in text:  # the common case costs one substring search
+        return text, []
+    images: list[dict[str, Any]] = []
+
+    def swap(m: re.Match[str]) -> str:
+        b64, alt, close = m.group("b64"), m.group("alt"), m.group("close")
+        if len(b64) < _MIN_IMAGE_BYTES * 4 // 3 or (alt is not None and not close):
+            return m.group(0)  # tiny, or an unterminated Markdown image: left as written
+        try:
+            raw = base64.b64decode("".join(b64.split()), validate=True)
+        except (binascii.Error, ValueError):
+            return m.group(0)  # not base64 after all: leave the text as it was
+        sha = blob_put(raw)
+        refs.add(sha)
+        fmt = "jpeg" if m.group("fmt") == "jpg" else m.group("fmt")
+        images.append({"sha": sha, "type": f"image/{fmt}", "size": len(raw)})
+        if alt is not None:
+            return f"![{alt}](blob:{sha})"
+        # A bare data URI: its ')' (if any) belonged to the surrounding text.
+        return f"![image](blob:{sha})" + (close or "")
+
+    return _DATA_IMAGE.sub(swap, text), images
+
+
+def body_split(text: str | None, refs: set[str], limit: int) -> tuple[str, str, int, list[dict[str, Any]]]:
+    """Images out first, then the size threshold on what is left."""
+    images: list[dict[str, Any]] = []
+    if text:
+        text, images = _extract_images(text, refs)
+    kept, blob, size = _offload(text, refs, limit)
+    return kept, blob, size, images
+
+
+def blob_refs_write(cur: Any, run: Run, refs: set[str]) -> None:
+    if refs:
+        cur.execute(
+            "INSERT INTO runs_blobref (sha, run_id) SELECT s, %s FROM unnest(%s::text[]) AS s "
+            "ON CONFLICT DO NOTHING",
+            [run.pk, sorted(refs)],
+        )

@@ -1,0 +1,215 @@
+"""Rollouts with their examples, turns and tool calls: unnest arrays in, COPY for turns and calls."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from deeprepo_web.analysis import behaviour as behaviour_stats
+from deeprepo_web.runs.ingest.blobs import blob_refs_write, body_split
+from deeprepo_web.runs.ingest.pg import dumps, execute_binary, next_ids
+from deeprepo_web.runs.models import Run
+from deeprepo_web.text import clean_text
+
+
+# Array parameters must be of one Python type: parsers and callers mix 1 and 1.0 freely.
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def rollout_uid(record: dict[str, Any]) -> str:
+    """The client's uid, or a hash of the content: the same rollout sent twice is stored once."""
+    uid = record.get("uid")
+    if uid:
+        return str(uid)[:64]
+    canonical = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()
+
+
+def _key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()
+
+
+
+
+def _examples_upsert(cur: Any, run: Run, records: list[dict[str, Any]]) -> dict[str, int]:
+    by_hash: dict[str, tuple[str, Any, str, Any]] = {}
+    for r in records:
+        key = r["example_key"]
+        h = _key_hash(key)
+        if h not in by_hash or (by_hash[h][1] is None and r.get("prompt") is not None):
+            by_hash[h] = (key, r.get("prompt"), r.get("oracle") or "", r.get("example_info") or {})
+    hashes = sorted(by_hash)
+    keys = [by_hash[h][0] for h in hashes]
+    prompts = [None if by_hash[h][1] is None else dumps(by_hash[h][1]) for h in hashes]
+    oracles = [by_hash[h][2] for h in hashes]
+    infos = [dumps(by_hash[h][3]) for h in hashes]
+    execute_binary(
+        "INSERT INTO runs_example AS e (project_id, environment, key, key_hash, prompt, oracle, info, created_at) "
+        "SELECT %b, %b, k, h, p::jsonb, o, i::jsonb, now() "
+        "FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[]) AS u(k, h, p, o, i) "
+        "ON CONFLICT (project_id, environment, key_hash) DO UPDATE SET "
+        "prompt = COALESCE(e.prompt, EXCLUDED.prompt), "
+        "oracle = CASE WHEN e.oracle = '' THEN EXCLUDED.oracle ELSE e.oracle END "
+        "WHERE (e.prompt IS NULL AND EXCLUDED.prompt IS NOT NULL) OR (e.oracle = '' AND EXCLUDED.oracle <> '')",
+        [run.project_id, run.environment, keys, hashes, prompts, oracles, infos],
+    )
+    cur.execute(
+        "SELECT key_hash, id FROM runs_example WHERE project_id = %s AND environment = %s AND key_hash = ANY(%s)",
+        [run.project_id, run.environment, hashes],
+    )
+    return dict(cur.fetchall())
+
+
+
+def _count_calls(calls: list[dict[str, Any]]) -> int:
+    return sum(1 + _count_calls(c.get("sub_calls") or []) for c in calls)
+
+
+def rollout_behaviour(record: dict[str, Any]) -> dict[str, Any]:
+    """Behaviour counts of one rollout record, kept in Rollout.metrics["behaviour"].
+
+    Computed here, from the record already in memory, so pages never walk turns and tool calls.
+    Its only text (tool and model names, an error line) comes from the model: cleaned for jsonb.
+    """
+    out = behaviour_stats.rollout_counts(record)
+    out["tool_calls"] = {clean_text(name): n for name, n in out["tool_calls"].items()}
+    if "sub_tokens" in out:
+        out["sub_tokens"] = {clean_text(model): v for model, v in out["sub_tokens"].items()}
+    if "repeated_error" in out:
+        out["repeated_error"] = clean_text(out["repeated_error"])
+    return out
+
+
+def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
+    """Store rollouts with their turns and tool calls; returns how many were new."""
+    if not rollouts:
+        return 0
+    uids = [rollout_uid(r) for r in rollouts]
+    now = timezone.now()
+    with transaction.atomic(), connection.cursor() as cur:
+        example_ids = _examples_upsert(cur, run, rollouts)
+        cols: list[list[Any]] = [[] for _ in range(19)]
+        seen: set[str] = set()
+        for r, uid in zip(rollouts, uids, strict=True):
+            if uid in seen:
+                continue
+            seen.add(uid)
+            turns = r.get("turns") or []
+            num_turns = r.get("num_turns")
+            if num_turns is None:
+                num_turns = sum(1 for t in turns if t.get("role") == "assistant")
+            values = (
+                uid,
+                example_ids[_key_hash(r["example_key"])],
+                _int(r.get("step")),
+                _int(r.get("sample_index")),
+                _float(r.get("reward")),
+                dumps(r.get("reward_components") or {}),
+                _float(r.get("advantage")),
+                _int(num_turns),
+                _int(r.get("input_tokens")),
+                _int(r.get("output_tokens")),
+                _float(r.get("cost")),
+                bool(r.get("is_truncated")),
+                (r.get("stop_condition") or "")[:200],
+                r.get("error") or "",
+                _float(r.get("duration")),
+                r.get("final_answer") or "",
+                dumps({**(r.get("metrics") or {}), "behaviour": rollout_behaviour(r)}),
+                now,
+                run.pk,
+            )
+            for col, v in zip(cols, values, strict=True):
+                col.append(v)
+        inserted = execute_binary(
+            "INSERT INTO runs_rollout (uid, example_id, step, sample_index, reward, reward_components, advantage, "
+            "num_turns, input_tokens, output_tokens, cost, is_truncated, stop_condition, error, duration, "
+            "final_answer, metrics, created_at, run_id) "
+            "SELECT u, e, s, si, rw, rc::jsonb, adv, nt, it, ot, c, tr, sc, er, d, fa, m::jsonb, ca, rid "
+            "FROM unnest(%b::text[], %b::bigint[], %b::int[], %b::int[], %b::float8[], %b::text[], %b::float8[], "
+            "%b::int[], %b::bigint[], %b::bigint[], %b::float8[], %b::bool[], %b::text[], %b::text[], "
+            "%b::float8[], %b::text[], %b::text[], %b::timestamptz[], %b::bigint[]) "
+            "AS x(u, e, s, si, rw, rc, adv, nt, it, ot, c, tr, sc, er, d, fa, m, ca, rid) "
+            "ON CONFLICT (run_id, uid) DO NOTHING RETURNING uid, id",
+            cols,
+        )
+        new_ids = dict(inserted.fetchall())
+        if not new_ids:
+            return 0
+        fresh = [(new_ids[u], r) for r, u in zip(rollouts, uids, strict=True) if u in new_ids]
+        refs: set[str] = set()
+        _turns_write(cur, fresh, refs)
+        blob_refs_write(cur, run, refs)
+    return len(new_ids)
+
+
+class _CallRows:
+    """Tool-call rows of a batch, nested calls after their parent. A class, not a recursive closure:
+    the closure would be a reference cycle holding every row until the cyclic collector ran."""
+
+    def __init__(self, ids: list[int], refs: set[str], limit: int) -> None:
+        self.ids = iter(ids)
+        self.refs = refs
+        self.limit = limit
+        self.rows: list[tuple[Any, ...]] = []
+
+    def add(self, calls: list[dict[str, Any]], turn_id: int, rollout_id: int, parent: int | None) -> None:
+        for index, call in enumerate(calls):
+            call_id = next(self.ids)
+            output, blob, size, _ = body_split(call.get("output"), self.refs, self.limit)
+            arguments = call.get("arguments")
+            self.rows.append((
+                call_id, turn_id, rollout_id, parent, index, (call.get("call_id") or "")[:200],
+                (call.get("name") or "")[:500], None if arguments is None else dumps(arguments),
+                output, blob, size, bool(call.get("is_error")), call.get("duration"),
+                (call.get("model") or "")[:500], call.get("input_tokens"), call.get("output_tokens"),
+                call.get("cost"),
+            ))
+            self.add(call.get("sub_calls") or [], turn_id, rollout_id, call_id)
+
+
+def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[str]) -> None:
+    n_turns = sum(len(r.get("turns") or []) for _, r in fresh)
+    n_calls = sum(_count_calls(t.get("tool_calls") or []) for _, r in fresh for t in r.get("turns") or [])
+    turn_ids = iter(next_ids(cur, "runs_turn", n_turns))
+    limit = settings.DEEPREPO_BLOB_THRESHOLD  # read once: a settings lookup per body showed in profiles
+    calls = _CallRows(next_ids(cur, "runs_toolcall", n_calls), refs, limit)
+
+    # Turn rows go into the COPY as they are built, so Postgres stores them while Python builds the
+    # rest; tool calls (a second COPY, which cannot start before the first ends) are collected.
+    raw = cur.cursor  # the psycopg cursor: COPY is the fastest way in
+    with raw.copy(
+        "COPY runs_turn (id, rollout_id, index, role, content, content_blob, content_size, reasoning, "
+        "input_tokens, output_tokens, latency, model, metadata) FROM STDIN"
+    ) as copy:
+        for rollout_id, r in fresh:
+            for index, turn in enumerate(r.get("turns") or []):
+                turn_id = next(turn_ids)
+                content, blob, size, images = body_split(turn.get("content"), refs, limit)
+                metadata = turn.get("metadata") or {}
+                if images:
+                    metadata = {**metadata, "images": [*(metadata.get("images") or []), *images]}
+                copy.write_row((
+                    turn_id, rollout_id, index, (turn.get("role") or "")[:32], content, blob, size,
+                    turn.get("reasoning") or "", turn.get("input_tokens"), turn.get("output_tokens"),
+                    turn.get("latency"), (turn.get("model") or "")[:500], dumps(metadata) if metadata else "{}",
+                ))
+                calls.add(turn.get("tool_calls") or [], turn_id, rollout_id, None)
+    if calls.rows:
+        with raw.copy(
+            "COPY runs_toolcall (id, turn_id, rollout_id, parent_id, index, call_id, name, arguments, output, "
+            "output_blob, output_size, is_error, duration, model, input_tokens, output_tokens, cost) FROM STDIN"
+        ) as copy:
+            for row in calls.rows:
+                copy.write_row(row)
+

@@ -1,0 +1,220 @@
+"""Shapes of the runs API: what ingest takes (the server side of deeprepo_client.records) and what reads return."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Required
+
+from django.conf import settings
+from django.urls import reverse
+from ninja import Schema
+from pydantic import ConfigDict, Field, TypeAdapter
+from typing_extensions import TypedDict
+
+from deeprepo_web.api.schemas import Count, Int32, Int64, Iso
+from deeprepo_web.runs.models import Rollout, Run, ToolCall, Turn
+from deeprepo_web.trajectories.selectors import turns_page
+
+
+class RunIn(Schema):
+    name: str = Field(min_length=1, max_length=500)
+    kind: Literal["train", "eval"] = "train"
+    status: Literal["queued", "running"] = "running"
+    model: str = Field(default="", max_length=500)
+    adapter: str = Field(default="", max_length=500)
+    environment: str = Field(default="", max_length=500)
+    method: str = Field(default="", max_length=100)
+    config: dict[str, Any] = {}
+    tags: list[str] = []
+    notes: str = ""
+    external_id: str = Field(default="", max_length=200)
+    source: str = Field(default="sdk", max_length=32)
+    parent_run_id: str | None = None
+    checkpoint_step: Int32 | None = None
+    project: str | None = None  # checked against the key's project when given
+
+
+class RunPatch(Schema):
+    name: str | None = Field(default=None, min_length=1, max_length=500)
+    status: Literal["queued", "running", "finished", "failed", "cancelled", "crashed"] | None = None
+    model: str | None = None
+    adapter: str | None = None
+    environment: str | None = None
+    method: str | None = None
+    config: dict[str, Any] | None = None
+    tags: list[str] | None = None
+    notes: str | None = None
+    summary: dict[str, Any] | None = None
+
+
+class FinishIn(Schema):
+    status: Literal["finished", "failed", "cancelled", "crashed"] = "finished"
+
+
+class RunOut(Schema):
+    id: str = Field(alias="public_id")
+    name: str
+    kind: str
+    status: str
+    model: str
+    environment: str
+    config: dict[str, Any]
+    tags: list[str]
+    source: str
+    parent_run_id: str | None
+    checkpoint_step: int | None
+    created_at: Iso
+    started_at: Iso | None
+    finished_at: Iso | None
+    url: str
+
+    @staticmethod
+    def resolve_parent_run_id(run: Run) -> str | None:
+        return run.parent.public_id if run.parent_id and run.parent else None
+
+    @staticmethod
+    def resolve_url(run: Run) -> str:
+        return settings.SITE_URL + reverse("run", args=[run.project.slug, run.public_id])
+
+
+class IngestOut(Schema):
+    received: int
+    stored: int
+
+
+# The two hot payloads are validated into plain dicts (TypedDict), not model objects:
+# no per-row object churn on 1,000-point batches.
+class MetricPointIn(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(extra="ignore")  # type: ignore[misc]
+    step: Required[Int64]
+    time: float | None
+    values: Required[dict[str, float | None]]
+
+
+class _ToolCallIn(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(extra="ignore", allow_inf_nan=False)  # type: ignore[misc]
+    call_id: str | None
+    name: Required[str]
+    arguments: Any
+    output: str | None
+    is_error: bool
+    duration: float | None
+    model: str | None
+    input_tokens: Count | None
+    output_tokens: Count | None
+    cost: float | None
+    sub_calls: list[_ToolCallIn]
+
+
+class _TurnIn(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(extra="ignore", allow_inf_nan=False)  # type: ignore[misc]
+    role: Required[str]
+    content: str | None
+    reasoning: str | None
+    input_tokens: Count | None
+    output_tokens: Count | None
+    latency: float | None
+    model: str | None
+    tool_calls: list[_ToolCallIn]
+    metadata: dict[str, Any]
+
+
+class RolloutIn(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(extra="ignore", allow_inf_nan=False)  # type: ignore[misc]
+    uid: str
+    example_key: Required[str]
+    prompt: Any
+    oracle: str | None
+    example_info: dict[str, Any]
+    step: Int32 | None
+    sample_index: Int32 | None
+    reward: float | None
+    reward_components: dict[str, float | None]
+    advantage: float | None
+    num_turns: Int32 | None
+    input_tokens: Count | None
+    output_tokens: Count | None
+    cost: float | None
+    is_truncated: bool
+    stop_condition: str | None
+    error: str | None
+    duration: float | None
+    final_answer: str | None
+    metrics: dict[str, Any]
+    turns: list[_TurnIn]
+
+
+metric_batch = TypeAdapter(list[MetricPointIn])
+rollout_batch = TypeAdapter(list[RolloutIn])
+
+
+class RolloutOut(Schema):
+    id: int
+    uid: str
+    example_key: str
+    step: int | None
+    sample_index: int | None
+    reward: float | None
+    reward_components: dict[str, Any]
+    advantage: float | None
+    num_turns: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None
+    is_truncated: bool
+    stop_condition: str
+    error: str
+    duration: float | None
+    final_answer: str
+    metrics: dict[str, Any]
+
+    @staticmethod
+    def resolve_example_key(r: Rollout) -> str:
+        return r.example.key
+
+
+class RolloutPage(Schema):
+    page: int
+    has_next: bool
+    rollouts: list[RolloutOut]
+
+
+class ToolCallOut(Schema):
+    id: int
+    parent: int | None = Field(alias="parent_id")
+    name: str
+    arguments: Any
+    output: str
+    output_truncated: bool
+    is_error: bool
+
+    @staticmethod
+    def resolve_output_truncated(c: ToolCall) -> bool:
+        return bool(c.output_blob)
+
+
+class TurnOut(Schema):
+    index: int
+    role: str
+    content: str
+    content_truncated: bool
+    reasoning: str
+    input_tokens: int | None
+    output_tokens: int | None
+    latency: float | None
+    tool_calls: list[ToolCallOut]
+
+    @staticmethod
+    def resolve_content_truncated(t: Turn) -> bool:
+        return bool(t.content_blob)
+
+    @staticmethod
+    def resolve_tool_calls(t: Turn) -> list[ToolCall]:
+        return sorted(t.tool_calls.all(), key=lambda c: (c.parent_id or 0, c.index))
+
+
+class RolloutDetailOut(RolloutOut):
+    turns: list[TurnOut]
+
+    @staticmethod
+    def resolve_turns(r: Rollout) -> list[Turn]:
+        return turns_page(rollout=r, start=0, limit=10_000)

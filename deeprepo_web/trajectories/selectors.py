@@ -1,0 +1,323 @@
+"""Reads for the rollouts table, GRPO groups, trajectories and examples. Every list is paged without COUNT(*)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection
+from django.db.models import Avg, Count, F, Q
+from django.db.models.functions import Coalesce
+
+from deeprepo_web.analysis.grpo import GroupStats, group_stats
+from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
+
+ROLLOUT_ORDERS: dict[str, tuple[Any, ...]] = {
+    "id": (F("id").asc(),),
+    "-id": (F("id").desc(),),
+    "reward": (F("reward").asc(nulls_last=True),),
+    "-reward": (F("reward").desc(nulls_last=True),),
+    "turns": (F("num_turns").asc(),),
+    "-turns": (F("num_turns").desc(),),
+    "tokens": (F("total_tokens").asc(nulls_last=True),),
+    "-tokens": (F("total_tokens").desc(nulls_last=True),),
+    "step": (F("step").asc(nulls_first=True),),
+    "-step": (F("step").desc(nulls_last=True),),
+}
+# Older callers passed field names.
+ROLLOUT_ORDERS["num_turns"], ROLLOUT_ORDERS["-num_turns"] = ROLLOUT_ORDERS["turns"], ROLLOUT_ORDERS["-turns"]
+ROLLOUT_ORDERS["output_tokens"] = (F("output_tokens").asc(nulls_last=True),)
+ROLLOUT_ORDERS["-output_tokens"] = (F("output_tokens").desc(nulls_last=True),)
+
+
+@dataclass
+class RolloutFilter:
+    """What the rollouts table can be narrowed by; None / "" means no constraint."""
+
+    step: int | None = None
+    example: str = ""  # substring of the example key (case-insensitive)
+    reward_min: float | None = None
+    reward_max: float | None = None
+    stop: str = ""
+    has_error: bool | None = None
+    truncated: bool | None = None
+
+    def q(self) -> Q:
+        q = Q()
+        if self.step is not None:
+            q &= Q(step=self.step)
+        if self.example:
+            q &= Q(example__key__icontains=self.example)
+        if self.reward_min is not None:
+            q &= Q(reward__gte=self.reward_min)
+        if self.reward_max is not None:
+            q &= Q(reward__lte=self.reward_max)
+        if self.stop:
+            q &= Q(stop_condition=self.stop)
+        if self.has_error is not None:
+            q &= ~Q(error="") if self.has_error else Q(error="")
+        if self.truncated is not None:
+            q &= Q(is_truncated=self.truncated)
+        return q
+
+
+def rollout_page(
+    *,
+    run: Run,
+    page: int = 1,
+    per_page: int = 50,
+    order: str = "id",
+    filters: dict[str, Any] | RolloutFilter | None = None,
+) -> tuple[list[Rollout], bool]:
+    """One page of a run's rollouts and whether there is a next one (no COUNT over the table)."""
+    qs = Rollout.objects.filter(run=run)
+    if isinstance(filters, RolloutFilter):
+        qs = qs.filter(filters.q())
+    elif filters:
+        qs = qs.filter(**filters)
+    ordering = ROLLOUT_ORDERS.get(order, ROLLOUT_ORDERS["id"])
+    if order in ("tokens", "-tokens"):
+        qs = qs.annotate(total_tokens=Coalesce("input_tokens", 0) + Coalesce("output_tokens", 0))
+    tie = F("id").desc() if order.startswith("-") else F("id").asc()
+    qs = qs.select_related("example").defer("final_answer", "example__prompt", "example__oracle", "example__info")
+    qs = qs.order_by(*ordering, tie)
+    start = (max(page, 1) - 1) * per_page
+    rows = list(qs[start : start + per_page + 1])
+    return rows[:per_page], len(rows) > per_page
+
+
+def rollout_steps(*, run: Run, limit: int = 100_000) -> list[int | None]:
+    """Distinct steps that have rollouts, ascending (None first), by a skip scan over the
+    (run, step, example) index: cost grows with the number of steps, not of rollouts."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            WITH RECURSIVE s(step) AS (
+                (SELECT step FROM runs_rollout WHERE run_id = %(run)s AND step IS NOT NULL ORDER BY step LIMIT 1)
+                UNION ALL
+                SELECT (SELECT r.step FROM runs_rollout r WHERE r.run_id = %(run)s AND r.step > s.step
+                        ORDER BY r.step LIMIT 1)
+                FROM s WHERE s.step IS NOT NULL
+            )
+            SELECT step FROM s WHERE step IS NOT NULL LIMIT %(limit)s
+            """,
+            {"run": run.pk, "limit": limit},
+        )
+        steps: list[int | None] = [row[0] for row in cur.fetchall()]
+        cur.execute("SELECT EXISTS (SELECT 1 FROM runs_rollout WHERE run_id = %s AND step IS NULL)", [run.pk])
+        if cur.fetchone()[0]:
+            steps.insert(0, None)
+    return steps
+
+
+def rollout_stop_conditions(*, run: Run, sample: int = 5000) -> list[str]:
+    """Stop conditions seen among the run's latest `sample` rollouts (a hint for the filter, bounded)."""
+    # One scan of the run's rollouts: reading stop_condition there spares a join back by id.
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT DISTINCT s FROM (SELECT stop_condition AS s FROM runs_rollout WHERE run_id = %s "
+            "ORDER BY id DESC LIMIT %s) latest WHERE s <> '' ORDER BY s LIMIT 50",
+            [run.pk, sample],
+        )
+        return [row[0] for row in cur.fetchall()]
+
+
+def _step_q(step: int | None) -> Q:
+    return Q(step__isnull=True) if step is None else Q(step=step)
+
+
+@dataclass
+class Group:
+    example: Example
+    rollouts: list[Rollout]
+    stats: GroupStats | None  # None when no rollout of the group has a reward
+
+
+@dataclass
+class StepGroups:
+    groups: list[Group]
+    has_next: bool
+    n_groups: int  # in the whole step, not just this page
+    n_dead: int
+    n_all_fail: int
+    n_all_pass: int
+    n_rollouts: int
+    capped: bool  # the step had more rollouts than the summary reads
+
+    @property
+    def n_other(self) -> int:
+        return self.n_dead - self.n_all_fail - self.n_all_pass
+
+    @property
+    def dead_frac(self) -> float | None:
+        return self.n_dead / self.n_groups if self.n_groups else None
+
+
+GROUP_SUMMARY_CAP = 50_000
+
+
+def groups_for_step(*, run: Run, step: int | None, page: int = 1, per_page: int = 20) -> StepGroups:
+    """The rollouts of one step grouped per example (a page of examples) with GRPO stats, plus a
+    summary over every group of the step. A step is one batch, so reading its rewards is bounded."""
+    where = Q(run=run) & _step_q(step)
+    rewards = list(
+        Rollout.objects.filter(where).order_by("example_id", "id").values_list("example_id", "reward")[
+            : GROUP_SUMMARY_CAP + 1
+        ]
+    )
+    capped = len(rewards) > GROUP_SUMMARY_CAP
+    rewards = rewards[:GROUP_SUMMARY_CAP]
+    all_stats = group_stats({"example_key": e, "reward": r} for e, r in rewards)
+    # Single-rollout groups have no variance by construction; they are not "dead" (see step_aggregates).
+    comparable = [g for g in all_stats if g.size > 1]
+    example_ids: list[int] = []
+    for e, _ in rewards:
+        if not example_ids or example_ids[-1] != e:
+            example_ids.append(e)
+    start = (max(page, 1) - 1) * per_page
+    page_ids = example_ids[start : start + per_page]
+    rows = list(
+        Rollout.objects.filter(where, example_id__in=page_ids)
+        .defer("final_answer", "metrics")
+        .order_by("example_id", F("sample_index").asc(nulls_last=True), "id")
+    )
+    examples = Example.objects.defer("prompt", "oracle", "info").in_bulk(page_ids)
+    groups = []
+    for eid in page_ids:
+        members = [r for r in rows if r.example_id == eid]
+        # Recomputed over the page's rows (same rewards) so each advantage lines up with its rollout.
+        stats = group_stats({"example_key": eid, "reward": r.reward} for r in members)
+        for r in members:
+            r.group_advantage = None  # type: ignore[attr-defined]
+        if stats:
+            for position, adv in zip(stats[0].indices, stats[0].advantages, strict=True):
+                members[position].group_advantage = adv  # type: ignore[attr-defined]
+        groups.append(Group(example=examples[eid], rollouts=members, stats=stats[0] if stats else None))
+    return StepGroups(
+        groups=groups,
+        has_next=len(example_ids) > start + per_page,
+        n_groups=len(comparable),
+        n_dead=sum(1 for g in comparable if g.dead is not None),
+        n_all_fail=sum(1 for g in comparable if g.dead == "all_fail"),
+        n_all_pass=sum(1 for g in comparable if g.dead == "all_pass"),
+        n_rollouts=len(rewards),
+        capped=capped,
+    )
+
+
+def group_siblings(*, rollout: Rollout, limit: int = 256) -> list[dict[str, Any]]:
+    """The other rollouts of this rollout's group (same run, step, example), in sample order."""
+    rows = (
+        Rollout.objects.filter(Q(run_id=rollout.run_id, example_id=rollout.example_id) & _step_q(rollout.step))
+        .order_by(F("sample_index").asc(nulls_last=True), "id")
+        .values("id", "sample_index", "reward", "is_truncated")[:limit]
+    )
+    return [dict(row) for row in rows]
+
+
+@dataclass
+class TurnView:
+    turn: Turn
+    calls: list[ToolCallView]
+
+
+@dataclass
+class ToolCallView:
+    call: ToolCall
+    sub_calls: list[ToolCallView]
+
+
+TURNS_PAGE = 50
+TURNS_MAX_PAGE = 1000
+
+
+def turns_page(*, rollout: Rollout, start: int = 0, limit: int = 50) -> list[Turn]:
+    """Turns with their tool calls prefetched (flat), for the API's export."""
+    return list(
+        Turn.objects.filter(rollout=rollout, index__gte=start, index__lt=start + limit)
+        .order_by("index")
+        .prefetch_related("tool_calls")
+    )
+
+
+def turn_views_page(*, rollout: Rollout, start: int = 0, limit: int = TURNS_PAGE) -> tuple[list[TurnView], bool]:
+    """Turns [start, start+limit) with their tool-call trees, and whether more turns follow.
+
+    Two queries whatever the page: the turns (one extra row tells if there is a next page) and
+    every tool call of those turns, nested in Python.
+    """
+    limit = max(1, min(limit, TURNS_MAX_PAGE))
+    turns = list(Turn.objects.filter(rollout=rollout, index__gte=max(start, 0)).order_by("index")[: limit + 1])
+    has_next = len(turns) > limit
+    turns = turns[:limit]
+    calls = list(ToolCall.objects.filter(turn_id__in=[t.pk for t in turns]).order_by("turn_id", "index", "id"))
+    views = {c.pk: ToolCallView(call=c, sub_calls=[]) for c in calls}
+    roots: dict[int, list[ToolCallView]] = {}
+    for c in calls:
+        view = views[c.pk]
+        parent = views.get(c.parent_id) if c.parent_id else None
+        if parent is not None:
+            parent.sub_calls.append(view)
+        else:
+            roots.setdefault(c.turn_id, []).append(view)
+    return [TurnView(turn=t, calls=roots.get(t.pk, [])) for t in turns], has_next
+
+
+def example_rollouts_page(*, example: Example, page: int = 1, per_page: int = 50) -> tuple[list[Rollout], bool]:
+    qs = (
+        Rollout.objects.filter(example=example)
+        .select_related("run")
+        .defer("final_answer", "metrics", "run__config", "run__summary", "run__notes")
+        .order_by("-run__created_at", "run_id", F("step").asc(nulls_first=True), "sample_index", "id")
+    )
+    start = (max(page, 1) - 1) * per_page
+    rows = list(qs[start : start + per_page + 1])
+    return rows[:per_page], len(rows) > per_page
+
+
+@dataclass
+class ExampleRunRewards:
+    run: Run
+    cells: list[dict[str, Any]]  # {step, mean, n}, ascending step
+    mean: float | None
+    n: int
+
+
+def example_rewards(*, example: Example, max_cells: int = 5000) -> list[ExampleRunRewards]:
+    """Mean reward of the example per run and step (one aggregate query, bounded by runs x steps)."""
+    cells = list(
+        Rollout.objects.filter(example=example)
+        .values("run_id", "step")
+        .annotate(mean=Avg("reward"), n=Count("id"))
+        .order_by("run_id", F("step").asc(nulls_first=True))[:max_cells]
+    )
+    runs = Run.objects.in_bulk({c["run_id"] for c in cells})
+    out: dict[int, ExampleRunRewards] = {}
+    for c in cells:
+        entry = out.setdefault(c["run_id"], ExampleRunRewards(run=runs[c["run_id"]], cells=[], mean=None, n=0))
+        entry.cells.append({"step": c["step"], "mean": c["mean"], "n": c["n"]})
+    for entry in out.values():
+        scored = [(c["mean"], c["n"]) for c in entry.cells if c["mean"] is not None]
+        entry.n = sum(c["n"] for c in entry.cells)
+        total = sum(n for _, n in scored)
+        entry.mean = sum(m * n for m, n in scored) / total if total else None
+    return sorted(out.values(), key=lambda e: e.run.created_at, reverse=True)
+
+
+OUTLIER_SCAN = 20_000
+
+
+def turn_outlier_ids(run: Run, *, step: int | None = None) -> set[int]:
+    """Ids of the run's over-long rollouts (turns above Q3 + 1.5 IQR of the run, or of one step).
+
+    Relative to the run, so computed at read time; reads two integer columns of at most
+    OUTLIER_SCAN rollouts. For the rollouts table's badge.
+    """
+    from deeprepo_web.analysis.behaviour import turn_outliers
+
+    qs = Rollout.objects.filter(run=run)
+    if step is not None:
+        qs = qs.filter(step=step)
+    rows = list(qs.order_by("id").values_list("id", "num_turns")[:OUTLIER_SCAN])
+    return {rows[i][0] for i in turn_outliers([t for _, t in rows])}
+

@@ -1,0 +1,326 @@
+"""Rollouts table, GRPO groups, trajectory, example and side-by-side compare pages.
+
+Thin views: access check (accounts.access, 404 for outsiders), parse the query, call a selector,
+render one template (or its htmx partial). Every list is paged without COUNT(*).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_safe
+
+from deeprepo_web.accounts import access
+from deeprepo_web.runs.models import Example, Rollout, ToolCall, Turn
+from deeprepo_web.storage import blob_get
+from deeprepo_web.trajectories import richtext, selectors
+from deeprepo_web.trajectories.rows import rollout_row_html
+
+PER_PAGE = 50
+GROUPS_PER_PAGE = 20
+SORTS = {"reward", "-reward", "turns", "-turns", "tokens", "-tokens"}
+
+
+
+def _rollout(request: HttpRequest, slug: str, run_id: str, rollout_id: int) -> Rollout:
+    rollout = access.rollout_for_user(request.user, rollout_id)
+    if rollout.run.public_id != run_id or rollout.run.project.slug != slug:
+        raise Http404("no such rollout")
+    return rollout
+
+
+def _example(request: HttpRequest, slug: str, example_id: int) -> Example:
+    project, _ = access.project_for_user(request.user, slug)
+    example = Example.objects.filter(pk=example_id, project=project).first()
+    if example is None:
+        raise Http404("no such example")
+    return example
+
+
+def _page(request: HttpRequest) -> int:
+    try:
+        return max(1, min(int(request.GET.get("page", "1")), 100_000))
+    except ValueError:
+        return 1
+
+
+def _int_param(raw: str, name: str, errors: list[str]) -> int | None:
+    if raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        errors.append(f"{name}: {raw[:40]!r} is not a whole number")
+        return None
+
+
+def _float_param(raw: str, name: str, errors: list[str]) -> float | None:
+    if raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        errors.append(f"{name}: {raw[:40]!r} is not a number")
+        return None
+    return value
+
+
+def _yes_no(raw: str, name: str, errors: list[str]) -> bool | None:
+    if raw in ("", "any"):
+        return None
+    if raw in ("yes", "1", "true"):
+        return True
+    if raw in ("no", "0", "false"):
+        return False
+    errors.append(f"{name}: use yes or no, not {raw[:40]!r}")
+    return None
+
+
+def parse_rollout_filter(params: Any) -> tuple[selectors.RolloutFilter, list[str]]:
+    """The rollouts table's query string -> a filter, and one line per bad parameter (which is ignored)."""
+    errors: list[str] = []
+    get = lambda name: (params.get(name) or "").strip()  # noqa: E731
+    f = selectors.RolloutFilter(
+        step=_int_param(get("step"), "step", errors),
+        example=get("example")[:500],
+        reward_min=_float_param(get("reward_min"), "reward_min", errors),
+        reward_max=_float_param(get("reward_max"), "reward_max", errors),
+        stop=get("stop")[:200],
+        has_error=_yes_no(get("error"), "error", errors),
+        truncated=_yes_no(get("truncated"), "truncated", errors),
+    )
+    return f, errors
+
+
+def _partial(request: HttpRequest, name: str) -> bool:
+    return bool(getattr(request, "htmx", False)) and request.headers.get("HX-Target") == name
+
+
+@require_safe
+@login_required
+def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
+    run = access.run_for_user(request.user, run_id, slug=slug)
+    filt, errors = parse_rollout_filter(request.GET)
+    sort = request.GET.get("sort", "")
+    if sort not in SORTS:
+        sort = ""
+    page = _page(request)
+    rollouts, has_next = selectors.rollout_page(run=run, page=page, per_page=PER_PAGE, order=sort or "id",
+                                                filters=filt)
+    rewards = [r.reward for r in rollouts if r.reward is not None and math.isfinite(r.reward)]
+    # The bar spans [0, 1] unless this page's rewards fall outside it.
+    lo, hi = min([0.0, *rewards]), max([1.0, *rewards])
+    # One reverse() per page, not per row: a trajectory's URL is this list's plus the rollout id.
+    list_url = reverse("rollouts", args=[run.project.slug, run.public_id])
+    ctx = {
+        "project": run.project,
+        "run": run,
+        "rows": [rollout_row_html(r, url=f"{list_url}{r.pk}/", bar_span=f"{lo},{hi}") for r in rollouts],
+        "page": page,
+        "has_next": has_next,
+        "filter": filt,
+        "errors": errors,
+        "sort": sort,
+        "stops": selectors.rollout_stop_conditions(run=run),
+        "filtered": any(request.GET.get(k) for k in ("step", "example", "reward_min", "reward_max", "stop",
+                                                      "error", "truncated")),
+    }
+    if _partial(request, "rollout-table"):
+        return render(request, "trajectories/rollouts.html#table", ctx)
+    return render(request, "trajectories/rollouts.html", ctx)
+
+
+@require_safe
+@login_required
+def groups(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
+    run = access.run_for_user(request.user, run_id, slug=slug)
+    steps = selectors.rollout_steps(run=run)
+    raw = request.GET.get("step", "").strip()
+    step: int | None
+    errors: list[str] = []
+    if raw in ("", "null", "none"):
+        # Default: the latest step (the whole eval when the run has no steps).
+        step = steps[-1] if steps else None
+    else:
+        step = _int_param(raw, "step", errors)
+        if step is None:
+            step = steps[-1] if steps else None
+    page = _page(request)
+    result = selectors.groups_for_step(run=run, step=step, page=page, per_page=GROUPS_PER_PAGE)
+    position = steps.index(step) if step in steps else None
+    ctx = {
+        "project": run.project,
+        "run": run,
+        "steps": steps,
+        "step": step,
+        "prev_step": steps[position - 1] if position and position > 0 else None,
+        "next_step": steps[position + 1] if position is not None and position + 1 < len(steps) else None,
+        "has_prev_step": bool(position and position > 0),
+        "has_next_step": position is not None and position + 1 < len(steps),
+        "result": result,
+        "page": page,
+        "errors": errors,
+        "step_known": step in steps,
+    }
+    if _partial(request, "groups-body"):
+        return render(request, "trajectories/groups.html#body", ctx)
+    return render(request, "trajectories/groups.html", ctx)
+
+
+def _turn_window(request: HttpRequest) -> tuple[int, int]:
+    """(first turn index, how many) from ?from= and ?upto= (the anchor a reader jumped to)."""
+    try:
+        start = max(0, int(request.GET.get("from", "0")))
+    except ValueError:
+        start = 0
+    limit = selectors.TURNS_PAGE
+    try:
+        upto = int(request.GET.get("upto", ""))
+        # Load through the anchor plus some context after it, in one bounded response.
+        limit = max(limit, min(upto - start + 10, selectors.TURNS_MAX_PAGE))
+    except ValueError:
+        pass
+    return start, limit
+
+
+def _turns_ctx(rollout: Rollout, start: int, limit: int) -> dict[str, Any]:
+    turns, has_more = selectors.turn_views_page(rollout=rollout, start=start, limit=limit)
+    next_from = turns[-1].turn.index + 1 if turns else start
+    return {"turns": turns, "has_more": has_more, "next_from": next_from, "from": start}
+
+
+@require_safe
+@login_required
+def trajectory(request: HttpRequest, slug: str, run_id: str, rollout_id: int) -> HttpResponse:
+    rollout = _rollout(request, slug, run_id, rollout_id)
+    start, limit = _turn_window(request)
+    siblings = selectors.group_siblings(rollout=rollout)
+    ids = [s["id"] for s in siblings]
+    here = ids.index(rollout.pk) if rollout.pk in ids else None
+    ctx = {
+        "project": rollout.run.project,
+        "run": rollout.run,
+        "rollout": rollout,
+        "example": rollout.example,
+        "siblings": siblings,
+        "prev_id": ids[here - 1] if here else None,
+        "next_id": ids[here + 1] if here is not None and here + 1 < len(ids) else None,
+        "components": sorted((rollout.reward_components or {}).items()),
+        **_turns_ctx(rollout, start, limit),
+    }
+    return render(request, "trajectories/trajectory.html", ctx)
+
+
+@require_safe
+@login_required
+def trajectory_turns(request: HttpRequest, slug: str, run_id: str, rollout_id: int) -> HttpResponse:
+    """The next page of turns (htmx "load more"); replaces the load-more sentinel."""
+    rollout = _rollout(request, slug, run_id, rollout_id)
+    start, limit = _turn_window(request)
+    ctx = {"project": rollout.run.project, "run": rollout.run, "rollout": rollout, **_turns_ctx(rollout, start, limit)}
+    return render(request, "trajectories/trajectory.html#turns", ctx)
+
+
+BODY_KINDS = {"turn", "call"}
+
+
+@require_safe
+@login_required
+def trajectory_body(request: HttpRequest, slug: str, run_id: str, rollout_id: int, kind: str,
+                    object_id: int) -> HttpResponse:
+    """The full body of a turn or tool call that went to the blob store, escaped into a <pre>."""
+    rollout = _rollout(request, slug, run_id, rollout_id)
+    obj: Turn | ToolCall | None
+    if kind == "turn":
+        obj = Turn.objects.filter(pk=object_id, rollout=rollout).only("content_blob").first()
+        sha = obj.content_blob if obj else ""
+    elif kind == "call":
+        obj = ToolCall.objects.filter(pk=object_id, rollout=rollout).only("output_blob").first()
+        sha = obj.output_blob if obj else ""
+    else:
+        raise Http404("no such body")
+    if not sha:
+        raise Http404("no such body")
+    try:
+        data = blob_get(sha)
+    except FileNotFoundError:
+        return HttpResponse('<pre class="out error">The full body is missing from the blob store.</pre>')
+    text = data.decode("utf-8", "replace")
+    return HttpResponse(f'<pre class="out full">{richtext.plain_html(text)}</pre>')
+
+
+@require_safe
+@login_required
+def example(request: HttpRequest, slug: str, example_id: int) -> HttpResponse:
+    ex = _example(request, slug, example_id)
+    page = _page(request)
+    rows, has_next = selectors.example_rollouts_page(example=ex, page=page, per_page=PER_PAGE)
+    prompt = ex.prompt
+    messages = prompt if isinstance(prompt, list) and all(isinstance(m, dict) for m in prompt) else None
+    ctx = {
+        "project": ex.project,
+        "example": ex,
+        "messages": messages,
+        "prompt_text": None if messages is not None or prompt is None else richtext.pretty_json(prompt),
+        "rows": rows,
+        "page": page,
+        "has_next": has_next,
+        "per_run": selectors.example_rewards(example=ex) if page == 1 else [],
+    }
+    if _partial(request, "example-rollouts"):
+        return render(request, "trajectories/example.html#rollouts", ctx)
+    return render(request, "trajectories/example.html", ctx)
+
+
+def _compare_rollout(request: HttpRequest, ex: Example, raw: str, name: str) -> Rollout:
+    try:
+        rid = int(raw)
+    except ValueError:
+        raise Http404(f"{name}: not a rollout id") from None
+    rollout = access.rollout_for_user(request.user, rid)
+    if rollout.example_id != ex.pk:
+        raise Http404(f"{name}: rollout of another example")
+    return rollout
+
+
+@require_safe
+@login_required
+def example_compare(request: HttpRequest, slug: str, example_id: int) -> HttpResponse:
+    ex = _example(request, slug, example_id)
+    picked = request.GET.getlist("r")
+    if picked and not request.GET.get("a"):
+        # The example page's checkboxes submit r=..&r=..; the canonical URL names them a and b.
+        if len(picked) != 2 or not all(p.isdigit() for p in picked):
+            error = f"pick exactly two rollouts to compare ({len(picked)} picked)"
+            return render(request, "trajectories/compare.html", {"project": ex.project, "example": ex, "error": error},
+                          status=400)
+        url = reverse("example_compare", args=[slug, ex.pk])
+        return redirect(f"{url}?a={picked[0]}&b={picked[1]}")
+    a = _compare_rollout(request, ex, request.GET.get("a", ""), "a")
+    b = _compare_rollout(request, ex, request.GET.get("b", ""), "b")
+    start, limit = _turn_window(request)
+    turns_a, more_a = selectors.turn_views_page(rollout=a, start=start, limit=limit)
+    turns_b, more_b = selectors.turn_views_page(rollout=b, start=start, limit=limit)
+    by_index_a = {t.turn.index: t for t in turns_a}
+    by_index_b = {t.turn.index: t for t in turns_b}
+    indices = sorted(set(by_index_a) | set(by_index_b))
+    pairs = [(i, by_index_a.get(i), by_index_b.get(i)) for i in indices]
+    ctx = {
+        "project": ex.project,
+        "example": ex,
+        "a": a,
+        "b": b,
+        "sides": [(a, "A"), (b, "B")],
+        "pairs": pairs,
+        "has_more": more_a or more_b,
+        "next_from": (indices[-1] + 1) if indices else start,
+        "from": start,
+    }
+    return render(request, "trajectories/compare.html", ctx)

@@ -1,0 +1,29 @@
+"""Start work on a Celery worker by task name: the one way web code enqueues.
+
+Web code never imports a task module, so arrows go one way (tasks -> services). Callers have
+committed their rows before they enqueue, so a broker that is away (Redis restarting) must not fail
+the request: `enqueue` says False, the caller notes it on its row, and a beat task sends it again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from workers.celery import app
+
+log = logging.getLogger(__name__)
+
+
+def enqueue(name: str, *args: Any, countdown: float | None = None) -> bool:
+    """Send task `name` with `args` (ids, never objects). False, and a log line, if it was not queued."""
+    try:
+        if app.conf.task_always_eager:
+            # send_task ignores CELERY_TASK_ALWAYS_EAGER; the setting means "run it here, now".
+            app.tasks[name].apply(args=args)
+        else:
+            app.send_task(name, args=args, countdown=countdown)
+    except Exception as exc:  # noqa: BLE001 - kombu/redis raise many types; all mean "not queued"
+        log.warning("could not queue %s%r: %s: %s", name, args, exc.__class__.__name__, exc)
+        return False
+    return True

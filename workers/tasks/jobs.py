@@ -1,0 +1,60 @@
+"""Training and eval jobs on clusters: dispatch, follow, cancel, and beat's sync."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery.exceptions import SoftTimeLimitExceeded
+
+from workers.backends import BackendError
+from workers.celery import app
+
+
+@app.task(bind=True, name="deeprepo.jobs.dispatch", acks_late=True, max_retries=None,
+          soft_time_limit=150, time_limit=180)
+def dispatch_job(self: Any, job_id: int) -> str:
+    from deeprepo_web.jobs.services.dispatch import job_dispatch
+    from deeprepo_web.jobs.services.errors import DispatchRetry
+
+    try:
+        return job_dispatch(job_id=job_id)
+    except DispatchRetry as e:
+        # Bounded by the job's attempt counter in the service, not by Celery's retry count.
+        raise self.retry(countdown=e.countdown) from None
+
+
+@app.task(bind=True, name="deeprepo.jobs.cancel", acks_late=True, max_retries=5,
+          soft_time_limit=90, time_limit=120)
+def cancel_job(self: Any, job_id: int) -> str:
+    from deeprepo_web.jobs.services.dispatch import job_cancel_failed, job_cancel_on_cluster
+
+    try:
+        return job_cancel_on_cluster(job_id=job_id)
+    except BackendError as e:
+        if e.permanent:
+            job_cancel_failed(job_id=job_id, message=e.message)
+            return f"cancel failed: {e.message}"
+        raise self.retry(countdown=min(60, 2 ** (self.request.retries + 1))) from None
+
+
+@app.task(name="deeprepo.jobs.follow", soft_time_limit=30, time_limit=45, ignore_result=True)
+def follow_job(job_id: int, polls_left: int) -> None:
+    """Fast polls of a job the cluster has just queued, so RUNNING shows within a second."""
+    from deeprepo_web.jobs.services.dispatch import FOLLOW_EVERY, job_follow
+
+    try:
+        still_queued = job_follow(job_id=job_id)
+    except BackendError:
+        return  # beat's sync follows it anyway
+    if still_queued and polls_left > 1:
+        follow_job.apply_async((job_id, polls_left - 1), countdown=FOLLOW_EVERY)
+
+
+@app.task(name="deeprepo.jobs.sync", soft_time_limit=120, time_limit=150, ignore_result=True)
+def sync_jobs() -> dict[str, int]:
+    from deeprepo_web.jobs.services.sync import jobs_sync
+
+    try:
+        return jobs_sync()
+    except SoftTimeLimitExceeded:
+        return {"timeout": 1}
