@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from deeprepo_web import storage
 from deeprepo_web.accounts import access
 from deeprepo_web.artifacts import services
+from deeprepo_web.front.http import get_or_404, is_htmx
 from deeprepo_web.runs.models import Artifact, BlobRef
 
 PER_PAGE = 100
@@ -60,9 +61,7 @@ def artifact_list(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 def artifact_download(request: HttpRequest, slug: str, run_id: str, artifact_id: int) -> HttpResponse:
     """The URL is made at click time, so a page left open never holds a live download link."""
     run = access.run_for_user(request.user, run_id, slug=slug)
-    artifact = Artifact.objects.filter(run=run, pk=artifact_id).first()
-    if artifact is None:
-        raise Http404("no such artifact")
+    artifact = get_or_404(Artifact.objects, "artifact", run=run, pk=artifact_id)
     try:
         url = services.artifact_download_url(artifact=artifact, ttl=300)
     except (services.ArtifactError, storage.StorageError) as exc:
@@ -74,17 +73,15 @@ def artifact_download(request: HttpRequest, slug: str, run_id: str, artifact_id:
 @require_POST
 def artifact_delete(request: HttpRequest, slug: str, run_id: str, artifact_id: int) -> HttpResponse:
     run = access.run_for_user(request.user, run_id, slug=slug, write=True)  # viewers get 404
-    artifact = Artifact.objects.filter(run=run, pk=artifact_id).first()
-    if artifact is None:
-        raise Http404("no such artifact")
+    artifact = get_or_404(Artifact.objects, "artifact", run=run, pk=artifact_id)
     try:
         services.artifact_delete(artifact=artifact)
     except storage.StorageError as exc:
         message = f"Not deleted: {exc}"
-        if request.htmx:  # type: ignore[attr-defined]
+        if is_htmx(request):
             return render(request, "artifacts/list.html#error-row", {"message": message}, status=503)
         return HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
-    if request.htmx:  # type: ignore[attr-defined]
+    if is_htmx(request):
         return HttpResponse("")  # the row swaps itself out
     return redirect("artifacts", slug=slug, run_id=run_id)
 
@@ -116,7 +113,7 @@ def blob(request: HttpRequest, slug: str, sha: str) -> HttpResponse:
     except storage.StorageError as exc:
         return HttpResponse(f"Store unavailable: {exc}", status=503, content_type="text/plain; charset=utf-8")
     content_type = storage.sniff_content_type(data)
-    if request.htmx and content_type.startswith("text/"):  # type: ignore[attr-defined]
+    if is_htmx(request) and content_type.startswith("text/"):
         # "Load all" swaps this in as HTML: the text goes through autoescaping.
         text = data.decode("utf-8", "replace")
         return render(request, "artifacts/blob_text.html", {"text": text, "size": len(data)})

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from deeprepo_web.analysis import stats
-from deeprepo_web.compare.comparison import PASS_TOL, CompareError
+from deeprepo_web.compare.comparison import PASS_TOL
+from deeprepo_web.compare.options import CompareError
 from deeprepo_web.runs.models import Example, Rollout, Run
 
 MAX_CHECKPOINTS = 100

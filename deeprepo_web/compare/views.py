@@ -7,17 +7,20 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
-from deeprepo_web.accounts.models import Project, Role
+from deeprepo_web.accounts.models import Role
 from deeprepo_web.analysis.cost import DEFAULT_PRICES
 from deeprepo_web.compare import checkpoints as ckpt
 from deeprepo_web.compare import comparison as cmp
 from deeprepo_web.compare import diffs
 from deeprepo_web.compare.exports import comparison_csv, comparison_markdown
+from deeprepo_web.compare.options import CompareError
+from deeprepo_web.compare.query import compare_params, comparison_for, number_param
+from deeprepo_web.front.http import get_or_404
 from deeprepo_web.runs import selectors
 from deeprepo_web.runs.models import ModelPrice, Rollout
 
@@ -26,46 +29,8 @@ PALETTE = ["#3b5bdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#c92a2a", "#1098ad", "#f
 STRIP_POINTS = 2000
 
 
-def _float(value: str | None, name: str, default: float) -> float:
-    if value is None or value.strip() == "":
-        return default
-    try:
-        out = float(value)
-    except ValueError:
-        raise cmp.CompareError(f"{name}: {value[:40]!r} is not a number") from None
-    if not math.isfinite(out):
-        raise cmp.CompareError(f"{name}: must be a finite number")
-    return out
-
-
 def _num(v: float) -> float | None:
     return None if v is None or math.isnan(v) else round(float(v), 6)
-
-
-def compare_params(query: Any) -> tuple[list[str], dict[str, str]]:
-    """Run ids and the raw options of a compare query (?runs=a,b&baseline=b&zero=tool:x ...)."""
-    ids: list[str] = []
-    for part in query.getlist("runs"):
-        ids += [i for i in part.split(",") if i.strip()]
-    raw = {k: query.get(k, "") for k in ("baseline", "zero", "pass", "effects")}
-    return ids, raw
-
-
-def comparison_for(project: Project, ids: list[str], raw: dict[str, str]) -> cmp.Comparison:
-    runs = cmp.runs_select(project=project, ids=ids)
-    baseline = 0
-    if raw.get("baseline"):
-        matches = [i for i, r in enumerate(runs) if raw["baseline"] in (r.public_id, r.name)]
-        if not matches:
-            raise cmp.CompareError(f"baseline: {raw['baseline'][:60]!r} is not one of the compared runs")
-        baseline = matches[0]
-    zero = cmp.parse_zero(raw.get("zero"))
-    if zero is None and cmp.runs_use_tool(runs, "llm_batch"):
-        zero = cmp.ZeroSpec("tool", ("llm_batch",))  # the seed's zero-delegation rate
-    threshold = _float(raw.get("pass"), "pass", 1.0)
-    cmp.parse_effects(raw.get("effects"), len(runs))  # validate before the heavy part
-    options = cmp.Options(baseline=baseline, zero=zero, pass_threshold=threshold, effects_query=raw.get("effects", ""))
-    return cmp.comparison_build(runs=runs, options=options)
 
 
 def comparison_context(c: cmp.Comparison, *, links: bool) -> dict[str, Any]:
@@ -132,7 +97,7 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
         return render(request, "compare/compare.html", ctx)
     try:
         c = comparison_for(project, ids, raw)
-    except cmp.CompareError as exc:
+    except CompareError as exc:
         ctx["error"] = str(exc)
         ctx["recent"] = selectors.run_list(project=project)[:100]
         return render(request, "compare/compare.html", ctx, status=400)
@@ -167,9 +132,9 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
 def checkpoints(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     run = access.run_for_user(request.user, run_id, slug=slug)
     try:
-        threshold = _float(request.GET.get("pass"), "pass", 1.0)
+        threshold = number_param(request.GET.get("pass"), "pass", 1.0)
         prog = ckpt.progression(run=run, threshold=threshold, a=request.GET.get("a"), b=request.GET.get("b"))
-    except cmp.CompareError as exc:
+    except CompareError as exc:
         return render(request, "compare/checkpoints.html", {"project": run.project, "run": run, "error": str(exc)},
                       status=400)
     chart = {
@@ -192,9 +157,7 @@ def checkpoints(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 @login_required
 def patch_view(request: HttpRequest, slug: str, run_id: str, rollout_id: int) -> HttpResponse:
     run = access.run_for_user(request.user, run_id, slug=slug)
-    rollout = Rollout.objects.select_related("example").filter(run=run, pk=rollout_id).first()
-    if rollout is None:
-        raise Http404("no such rollout")
+    rollout = get_or_404(Rollout.objects.select_related("example"), "rollout", run=run, pk=rollout_id)
     mode = "split" if request.GET.get("mode") == "split" else "unified"
     return render(request, "compare/patch.html", {
         "project": run.project, "run": run, **diffs.patch_context(rollout, mode=mode), "links": True,
@@ -227,12 +190,12 @@ def price_save(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("prices", slug=project.slug)
     try:
         if not pattern or len(pattern) > 200:
-            raise cmp.CompareError("model pattern: 1 to 200 characters")
-        inp = _float(request.POST.get("input_per_mtok"), "input price", math.nan)
-        out = _float(request.POST.get("output_per_mtok"), "output price", math.nan)
+            raise CompareError("model pattern: 1 to 200 characters")
+        inp = number_param(request.POST.get("input_per_mtok"), "input price", math.nan)
+        out = number_param(request.POST.get("output_per_mtok"), "output price", math.nan)
         if math.isnan(inp) or math.isnan(out) or inp < 0 or out < 0 or inp > 1e5 or out > 1e5:
-            raise cmp.CompareError("prices: give input and output USD per million tokens, between 0 and 100000")
-    except cmp.CompareError as exc:
+            raise CompareError("prices: give input and output USD per million tokens, between 0 and 100000")
+    except CompareError as exc:
         messages.error(request, str(exc))
         return redirect("prices", slug=project.slug)
     ModelPrice.objects.update_or_create(project=project, model_pattern=pattern,

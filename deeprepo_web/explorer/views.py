@@ -16,7 +16,7 @@ from deeprepo_web.accounts import access
 from deeprepo_web.explorer import selectors
 from deeprepo_web.explorer.health import grpo_health
 from deeprepo_web.explorer.rows import run_row_html
-from deeprepo_web.front.http import is_htmx, page_param
+from deeprepo_web.front.http import STOP_POLLING, is_htmx, page_param
 from deeprepo_web.runs.models import FINAL_RUN_STATUSES, MetricSeries, Run, RunKind, RunStatus
 
 PER_PAGE = 50
@@ -136,7 +136,7 @@ def run_status(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     final = run.status in FINAL_RUN_STATUSES
     response = render(request, "explorer/run.html#status", {"project": run.project, "run": run, "final": final})
     if final:
-        response.status_code = 286
+        response.status_code = STOP_POLLING
     return response
 
 

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 from deeprepo_client.formats import FORMATS
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
+from deeprepo_web.front.http import STOP_POLLING, get_or_404
 from deeprepo_web.importers.jobs import import_job_create, import_job_enqueue
 from deeprepo_web.importers.models import ImportJob
 from deeprepo_web.importers.uploads import UploadTooLarge
@@ -56,10 +57,8 @@ def import_page(request: HttpRequest, slug: str) -> HttpResponse:
 def import_job(request: HttpRequest, slug: str, import_id: int) -> HttpResponse:
     """One job's row (htmx polls it); 286 tells htmx to stop once the job is done."""
     project, _ = access.project_for_user(request.user, slug)
-    job = ImportJob.objects.filter(project=project, pk=import_id).select_related("user").first()
-    if job is None:
-        raise Http404("no such import")
+    job = get_or_404(ImportJob.objects.select_related("user"), "import", project=project, pk=import_id)
     response = render(request, "importers/import.html#job", {"project": project, "job": job})
     if job.is_final:
-        response.status_code = 286
+        response.status_code = STOP_POLLING
     return response

@@ -10,6 +10,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.compare.options import CompareError
+from deeprepo_web.compare.query import comparison_for
 from deeprepo_web.runs.models import Example, Rollout, Run
 from deeprepo_web.sharing.models import ShareKind, ShareLink, new_token, token_hash
 from deeprepo_web.text import clean_deep, clean_text
@@ -57,9 +59,6 @@ def share_create(
             raise ShareError("target: no such example in this project")
         link.example = example
     else:
-        from deeprepo_web.compare.comparison import CompareError
-        from deeprepo_web.compare.views import comparison_for
-
         runs = [str(r) for r in params.get("runs") or []]
         raw = {k: str(params.get(k) or "")[:500] for k in COMPARISON_KEYS}
         try:

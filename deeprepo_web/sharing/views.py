@@ -16,8 +16,11 @@ from django.views.decorators.http import require_POST, require_safe
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
 from deeprepo_web.analysis import stats
-from deeprepo_web.compare import comparison as cmp
 from deeprepo_web.compare import diffs, pricing
+from deeprepo_web.compare.options import CompareError
+from deeprepo_web.compare.query import comparison_for
+from deeprepo_web.compare.rundata import run_data
+from deeprepo_web.compare.views import comparison_context
 from deeprepo_web.front.http import get_or_404
 from deeprepo_web.runs import selectors
 from deeprepo_web.runs.models import Turn
@@ -83,7 +86,7 @@ def _no_index(response: HttpResponse) -> HttpResponse:
 def _run_stats(link: ShareLink) -> dict[str, Any]:
     assert link.run is not None
     run = link.run
-    data = cmp.run_data(run, "A", zero=None, prices=pricing.price_table(project=link.project))
+    data = run_data(run, "A", zero=None, prices=pricing.price_table(project=link.project))
     r = data.reward[~np.isnan(data.reward)]
     ci = stats.bootstrap_ci(r, n_resamples=5000) if r.size else None
     series = selectors.series_downsampled(run=run, key="reward", buckets=500)
@@ -115,13 +118,12 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
         raise Http404("no such link")
     ctx: dict[str, Any] = {"link": link, "title": link.title}
     if link.kind == ShareKind.COMPARISON:
-        from deeprepo_web.compare.views import comparison_context, comparison_for
 
         params = link.params or {}
         try:
             c = comparison_for(link.project, list(params.get("runs") or []),
                                {k: str(params.get(k) or "") for k in ("baseline", "zero", "pass", "effects")})
-        except cmp.CompareError:
+        except CompareError:
             raise Http404("the shared comparison no longer exists") from None
         ctx.update(comparison_context(c, links=False))
         ctx["title"] = link.title or "Comparison of " + ", ".join(d.run.name for d in c.runs)

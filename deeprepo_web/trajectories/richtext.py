@@ -235,10 +235,6 @@ def arguments_parts(arguments: Any) -> tuple[str, str, str, str]:
     return pretty_json(arguments), "", "", ""
 
 
-def pygments_css() -> str:
-    return HtmlFormatter(style="friendly").get_style_defs(".hl")
-
-
 def clean_line(text: str) -> str:
     """Short model text for labels and titles (keys, names, stop conditions): no escapes, visible
     invisibles. Still plain text: the template escapes it."""

@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from deeprepo_web.accounts import access
+from deeprepo_web.front.http import get_or_404, is_htmx, page_param
 from deeprepo_web.runs.models import Example, Rollout, ToolCall, Turn
 from deeprepo_web.storage import blob_get
 from deeprepo_web.trajectories import richtext, selectors
@@ -36,17 +37,7 @@ def _rollout(request: HttpRequest, slug: str, run_id: str, rollout_id: int) -> R
 
 def _example(request: HttpRequest, slug: str, example_id: int) -> Example:
     project, _ = access.project_for_user(request.user, slug)
-    example = Example.objects.filter(pk=example_id, project=project).first()
-    if example is None:
-        raise Http404("no such example")
-    return example
-
-
-def _page(request: HttpRequest) -> int:
-    try:
-        return max(1, min(int(request.GET.get("page", "1")), 100_000))
-    except ValueError:
-        return 1
+    return get_or_404(Example.objects, "example", pk=example_id, project=project)
 
 
 def _int_param(raw: str, name: str, errors: list[str]) -> int | None:
@@ -99,10 +90,6 @@ def parse_rollout_filter(params: Any) -> tuple[selectors.RolloutFilter, list[str
     return f, errors
 
 
-def _partial(request: HttpRequest, name: str) -> bool:
-    return bool(getattr(request, "htmx", False)) and request.headers.get("HX-Target") == name
-
-
 @require_safe
 @login_required
 def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
@@ -111,7 +98,7 @@ def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     sort = request.GET.get("sort", "")
     if sort not in SORTS:
         sort = ""
-    page = _page(request)
+    page = page_param(request)
     rollouts, has_next = selectors.rollout_page(run=run, page=page, per_page=PER_PAGE, order=sort or "id",
                                                 filters=filt)
     rewards = [r.reward for r in rollouts if r.reward is not None and math.isfinite(r.reward)]
@@ -132,7 +119,7 @@ def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         "filtered": any(request.GET.get(k) for k in ("step", "example", "reward_min", "reward_max", "stop",
                                                       "error", "truncated")),
     }
-    if _partial(request, "rollout-table"):
+    if is_htmx(request, "rollout-table"):
         return render(request, "trajectories/rollouts.html#table", ctx)
     return render(request, "trajectories/rollouts.html", ctx)
 
@@ -152,7 +139,7 @@ def groups(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         step = _int_param(raw, "step", errors)
         if step is None:
             step = steps[-1] if steps else None
-    page = _page(request)
+    page = page_param(request)
     result = selectors.groups_for_step(run=run, step=step, page=page, per_page=GROUPS_PER_PAGE)
     position = steps.index(step) if step in steps else None
     ctx = {
@@ -169,7 +156,7 @@ def groups(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         "errors": errors,
         "step_known": step in steps,
     }
-    if _partial(request, "groups-body"):
+    if is_htmx(request, "groups-body"):
         return render(request, "trajectories/groups.html#body", ctx)
     return render(request, "trajectories/groups.html", ctx)
 
@@ -260,7 +247,7 @@ def trajectory_body(request: HttpRequest, slug: str, run_id: str, rollout_id: in
 @login_required
 def example(request: HttpRequest, slug: str, example_id: int) -> HttpResponse:
     ex = _example(request, slug, example_id)
-    page = _page(request)
+    page = page_param(request)
     rows, has_next = selectors.example_rollouts_page(example=ex, page=page, per_page=PER_PAGE)
     prompt = ex.prompt
     messages = prompt if isinstance(prompt, list) and all(isinstance(m, dict) for m in prompt) else None
@@ -274,7 +261,7 @@ def example(request: HttpRequest, slug: str, example_id: int) -> HttpResponse:
         "has_next": has_next,
         "per_run": selectors.example_rewards(example=ex) if page == 1 else [],
     }
-    if _partial(request, "example-rollouts"):
+    if is_htmx(request, "example-rollouts"):
         return render(request, "trajectories/example.html#rollouts", ctx)
     return render(request, "trajectories/example.html", ctx)
 

@@ -7,12 +7,12 @@ import math
 
 import pytest
 
-from deeprepo_client.formats import _common
-from deeprepo_client.formats._common import loads
+from deeprepo_client.formats import _json
+from deeprepo_client.formats._json import loads
 
 
 def test_orjson_is_used_here():
-    assert _common._orjson is not None  # the server depends on it; without it imports are slower
+    assert _json._orjson is not None  # the server depends on it; without it imports are slower
 
 
 @pytest.mark.parametrize("text", [

@@ -19,7 +19,9 @@ from typing import Any
 from ..records import Detected, Event, MetricsEvent, Problem, RewardsEvent, RolloutsEvent, RunEvent
 from . import inspect as inspect_fmt
 from . import openhands, prime_hosted, prime_rl, swe_agent, swebench, trl, verifiers
-from ._common import LFS_PREFIX, SafeZip, ZipLimits, ZipRejected, patch_touches_tests, rmtree_quiet
+from ._json import LFS_PREFIX
+from ._patches import patch_touches_tests
+from ._zips import SafeZip, ZipLimits, ZipRejected, rmtree_quiet
 
 __all__ = ["detect", "parse", "patch_touches_tests", "ZipLimits", "FORMATS"]
 

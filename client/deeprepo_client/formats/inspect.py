@@ -8,21 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Event, Problem, RolloutRecord, RunEvent, RunRecord
-from ._common import (
-    SafeZip,
-    ZipLimits,
-    ZipRejected,
-    batch_rollouts,
-    content_text,
-    err_text,
-    last_assistant_text,
-    loads,
-    messages_to_turns,
-    num,
-    parse_time,
-    short_hash,
-    tokens,
-)
+from ._batches import batch_rollouts
+from ._chat import content_text, last_assistant_text, messages_to_turns
+from ._json import loads
+from ._values import err_text, num, parse_time, short_hash, tokens
+from ._zips import SafeZip, ZipLimits, ZipRejected
 
 LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 _SAMPLE = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")

@@ -7,7 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Event, Problem, RolloutRecord, RunEvent, RunRecord, ToolCallRecord, TurnRecord
-from ._common import batch_rollouts, err_text, iter_jsonl, num, patch_touches_tests, short_hash, tokens
+from ._batches import batch_rollouts
+from ._json import iter_jsonl
+from ._patches import patch_touches_tests
+from ._values import err_text, num, short_hash, tokens
 
 # Noisy per-action flags that say nothing about what the agent did.
 _ARG_NOISE = {"thought", "is_input", "blocking", "is_static", "cwd", "hidden", "confirmation_state",

@@ -7,21 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Event, MetricPoint, Problem, RolloutRecord, RunEvent, RunRecord
-from ._common import (
-    batch_points,
-    batch_rollouts,
-    err_text,
-    iter_jsonl,
-    last_assistant_text,
-    load_json,
-    maybe_json,
-    messages_to_turns,
-    num,
-    numeric_values,
-    parse_time,
-    short_hash,
-    tokens,
-)
+from ._batches import batch_points, batch_rollouts, numeric_values
+from ._chat import last_assistant_text, messages_to_turns
+from ._json import iter_jsonl, json_object, load_json
+from ._values import err_text, maybe_json, num, parse_time, short_hash, tokens
 from .verifiers import _duration, _split_scores
 
 _STATUS = {"completed": "finished", "failed": "failed", "running": "running", "queued": "queued",
@@ -106,14 +95,8 @@ def _points(rows: list[Any], display: str) -> Iterator[MetricPoint | Problem]:
 
 def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     folder = path if path.is_dir() else path.parent
-    meta: dict[str, Any] = {}
     mp = folder / "metadata.json"
-    if mp.exists():
-        loaded, problem = load_json(mp)
-        if problem:
-            yield problem
-        elif isinstance(loaded, dict):
-            meta = loaded
+    meta = (yield from json_object(mp)) if mp.exists() else {}
     extras: dict[str, Any] = {}
     for name in ("usage.json", "progress.json", "run_manifest.json", "metrics_summary.json"):
         p = folder / name
@@ -175,9 +158,3 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
                 yield from once(row, str(raw), None, f"sample {i}")
 
     yield from batch_rollouts(ref, rollouts())
-
-
-def looks_like_metadata(obj: Any) -> bool:
-    run = obj.get("run") if isinstance(obj, dict) else None
-    return isinstance(run, dict) and ("base_model" in run or "rollouts_per_example" in run or "max_steps" in run)
-

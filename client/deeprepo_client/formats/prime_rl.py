@@ -12,18 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Event, MetricPoint, Problem, RolloutRecord, RunEvent, TurnRecord
-from ._common import (
-    batch_points,
-    batch_rollouts,
-    err_text,
-    iter_jsonl,
-    last_assistant_text,
-    messages_to_turns,
-    num,
-    numeric_values,
-    short_hash,
-    tokens,
-)
+from ._batches import batch_points, batch_rollouts, numeric_values
+from ._chat import last_assistant_text, messages_to_turns
+from ._json import iter_jsonl
+from ._values import err_text, num, short_hash, tokens
 
 _STEP = re.compile(r"step_(\d+)")
 

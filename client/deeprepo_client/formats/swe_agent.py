@@ -7,16 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Event, Problem, RolloutRecord, RunEvent, RunRecord, ToolCallRecord, TurnRecord
-from ._common import (
-    batch_rollouts,
-    iter_jsonl,
-    load_json,
-    maybe_json,
-    num,
-    patch_touches_tests,
-    short_hash,
-    tokens,
-)
+from ._batches import batch_rollouts
+from ._json import iter_jsonl, load_json
+from ._patches import patch_touches_tests
+from ._values import maybe_json, num, short_hash, tokens
 
 
 def _prompt(history: list[Any]) -> list[dict[str, Any]]:

@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Event, Problem, RewardsEvent, RolloutRecord, RolloutsEvent, RunEvent, RunRecord
-from ._common import ROLLOUT_BATCH, load_json, patch_touches_tests, short_hash
+from ._batches import ROLLOUT_BATCH
+from ._json import load_json
+from ._patches import patch_touches_tests
+from ._values import short_hash
 
 # id list -> (reward, status label); the first list an instance appears in wins
 _LISTS = (("resolved_ids", 1.0, "resolved"), ("unresolved_ids", 0.0, "unresolved"),
@@ -123,11 +126,3 @@ def parse_reports(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
 def looks_like_summary(keys: set[str]) -> bool:
     return bool(keys & {"resolved_ids", "unresolved_ids"}) and bool(keys & {"schema_version", "error_ids", "submitted_ids",
                                                                            "completed_ids", "total_instances"})
-
-
-def looks_like_report(obj: Any) -> bool:
-    if not isinstance(obj, dict) or not obj:
-        return False
-    first = next(iter(obj.values()))
-    return isinstance(first, dict) and "resolved" in first and ("tests_status" in first or "patch_exists" in first
-                                                                 or "patch_is_None" in first)

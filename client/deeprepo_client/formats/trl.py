@@ -10,15 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Event, MetricPoint, Problem, RolloutRecord, RunEvent, RunRecord, TurnRecord
-from ._common import (
-    batch_points,
-    batch_rollouts,
-    load_json,
-    messages_to_turns,
-    num,
-    numeric_values,
-    short_hash,
-)
+from ._batches import batch_points, batch_rollouts, numeric_values
+from ._chat import messages_to_turns
+from ._json import json_object
+from ._values import num, short_hash
 
 # The end-of-training row repeats the last step; its keys belong in the run summary.
 _SUMMARY_KEYS = ("train_runtime", "train_loss", "train_samples_per_second", "train_steps_per_second", "total_flos")
@@ -123,13 +118,7 @@ def _rollout(row: dict[str, Any], fname: str, index: int, counters: dict[tuple[A
 def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     state_path = find_state(path)
     out = _output_dir(state_path, path)
-    state: dict[str, Any] = {}
-    if state_path is not None:
-        loaded, problem = load_json(state_path)
-        if problem:
-            yield problem
-        elif isinstance(loaded, dict):
-            state = loaded
+    state = (yield from json_object(state_path)) if state_path is not None else {}
     summary: dict[str, Any] = {}
     for k in ("global_step", "best_metric", "best_model_checkpoint", "epoch", "total_flos"):
         if state.get(k) is not None:

@@ -8,18 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Event, Problem, RolloutRecord, RunEvent, RunRecord
-from ._common import (
-    batch_rollouts,
-    err_text,
-    file_digest,
-    iter_jsonl,
-    last_assistant_text,
-    load_json,
-    messages_to_turns,
-    num,
-    short_hash,
-    tokens,
-)
+from ._batches import batch_rollouts
+from ._chat import last_assistant_text, messages_to_turns
+from ._json import iter_jsonl, json_object
+from ._values import err_text, file_digest, num, short_hash, tokens
 
 # Row keys with a known meaning; every other numeric top-level key is a reward component or a monitor.
 KNOWN = {
@@ -162,13 +154,7 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
         meta_path = path / "metadata.json"
     else:
         results, meta_path = path, path.parent / "metadata.json"
-    meta: dict[str, Any] = {}
-    if meta_path.exists():
-        loaded, problem = load_json(meta_path)
-        if problem:
-            yield problem
-        elif isinstance(loaded, dict):
-            meta = loaded
+    meta = (yield from json_object(meta_path)) if meta_path.exists() else {}
     folder = results.parent
     env = meta.get("env_id") or meta.get("env")
     # real layout: outputs/evals/<env>--<model>/<id>/; copies often name the folder <env>--<model>__<id>

@@ -6,8 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from deeprepo_web.compare import comparison as cmp
+from deeprepo_web.compare.comparison import comparison_build
 from deeprepo_web.compare.exports import comparison_csv, comparison_markdown
+from deeprepo_web.compare.options import CompareError, options_for, runs_select
 from deeprepo_web.runs.models import Run
 
 
@@ -27,21 +28,17 @@ class Command(BaseCommand):
         ids: list[str] = opts["runs"]
         first = self._find(ids[0])
         try:
-            runs = cmp.runs_select(project=first.project, ids=[first.public_id] + ids[1:])
+            runs = runs_select(project=first.project, ids=[first.public_id] + ids[1:])
             baseline = 0
             if opts["baseline"]:
                 base = self._find(opts["baseline"])
                 if base.pk not in [r.pk for r in runs]:
-                    raise cmp.CompareError("baseline: not one of the compared runs")
+                    raise CompareError("baseline: not one of the compared runs")
                 baseline = [r.pk for r in runs].index(base.pk)
-            zero = cmp.parse_zero(opts["zero"])
-            if zero is None and cmp.runs_use_tool(runs, "llm_batch"):
-                zero = cmp.ZeroSpec("tool", ("llm_batch",))
-            cmp.parse_effects(opts["effects"], len(runs))
-            c = cmp.comparison_build(runs=runs, options=cmp.Options(
-                baseline=baseline, zero=zero, pass_threshold=opts["pass_threshold"], effects_query=opts["effects"],
-            ))
-        except cmp.CompareError as exc:
+            c = comparison_build(runs=runs, options=options_for(
+                runs, baseline=baseline, zero=opts["zero"], pass_threshold=opts["pass_threshold"],
+                effects=opts["effects"]))
+        except CompareError as exc:
             raise CommandError(str(exc)) from None
         if opts["format"] == "csv":
             self.stdout.write(comparison_csv(c), ending="")
