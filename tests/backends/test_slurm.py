@@ -12,33 +12,6 @@ from workers.backends import Backend, BackendError, JobSpec, JobState, Resources
 DONE = {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.LOST}
 
 
-def test_submit_runs_and_succeeds(slurm_backend: Backend, work: Path) -> None:
-    out = work / "o.json"
-    jid = slurm_backend.submit(JobSpec(job_id="ok1", command=probe_command(["a"]), env=probe_env(out, sleep=1)))
-    assert jid.isdigit()
-    wait_state(slurm_backend, jid, {JobState.RUNNING})
-    status = wait_state(slurm_backend, jid, DONE)
-    assert (status.state, status.exit_code) == (JobState.SUCCEEDED, 0)
-    logs = slurm_backend.logs(jid)
-    assert "probe started" in logs and "probe stderr line" in logs
-
-
-def test_failing_command_reports_exit_code_and_log_tail(slurm_backend: Backend, work: Path) -> None:
-    jid = slurm_backend.submit(JobSpec(job_id="f1", command=probe_command([]), env=probe_env(work / "o", exit_code=3)))
-    status = wait_state(slurm_backend, jid, DONE)
-    assert (status.state, status.exit_code) == (JobState.FAILED, 3)
-    assert "code 3" in status.reason
-    assert slurm_backend.logs(jid, tail_bytes=11) == "probe done\n"
-
-
-def test_cancel(slurm_backend: Backend, work: Path) -> None:
-    out = work / "o.json"
-    jid = slurm_backend.submit(JobSpec(job_id="c1", command=probe_command([]), env=probe_env(out, sleep=60)))
-    wait_file(out)
-    slurm_backend.cancel(jid)
-    assert wait_state(slurm_backend, jid, DONE).state is JobState.CANCELLED
-
-
 def test_scancel_by_hand_is_noticed(slurm_backend: Backend, slurm_cluster: SlurmCluster, work: Path) -> None:
     out = work / "o.json"
     jid = slurm_backend.submit(JobSpec(job_id="c2", command=probe_command([]), env=probe_env(out, sleep=60)))
@@ -120,10 +93,6 @@ def test_controller_down_is_transient(slurm_cluster: SlurmCluster, work: Path) -
     with pytest.raises(BackendError) as e:
         b.state("1")
     assert not e.value.permanent and "controller" in e.value.message
-
-
-def test_connection_check(slurm_backend: Backend) -> None:
-    assert "debug" in slurm_backend.test_connection()
 
 
 def test_bad_job_id_is_refused(slurm_backend: Backend) -> None:

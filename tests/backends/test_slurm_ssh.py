@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import pwd
 import subprocess
 from pathlib import Path
 
@@ -14,32 +13,6 @@ from tests.infra.sshd import SshServer
 from workers.backends import Backend, BackendError, JobSpec, JobState, backend_for
 
 DONE = {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.LOST}
-
-
-def test_submit_over_ssh_runs_as_the_login_user(slurm_ssh_backend: Backend, sshd_server: SshServer,
-                                                work: Path) -> None:
-    out = work / "o.json"
-    jid = slurm_ssh_backend.submit(JobSpec(job_id="s1", command=probe_command([]), env=probe_env(out, sleep=0.5)))
-    status = wait_state(slurm_ssh_backend, jid, DONE)
-    assert (status.state, status.exit_code) == (JobState.SUCCEEDED, 0)
-    assert wait_file(out)["uid"] == pwd.getpwnam(sshd_server.user).pw_uid
-    assert "probe done" in slurm_ssh_backend.logs(jid)
-
-
-def test_failure_over_ssh_reports_exit_code_and_logs(slurm_ssh_backend: Backend, work: Path) -> None:
-    jid = slurm_ssh_backend.submit(JobSpec(job_id="s2", command=probe_command([]),
-                                           env=probe_env(work / "o", exit_code=4)))
-    status = wait_state(slurm_ssh_backend, jid, DONE)
-    assert (status.state, status.exit_code) == (JobState.FAILED, 4)
-    assert "probe stderr line" in slurm_ssh_backend.logs(jid)
-
-
-def test_cancel_over_ssh(slurm_ssh_backend: Backend, work: Path) -> None:
-    out = work / "o.json"
-    jid = slurm_ssh_backend.submit(JobSpec(job_id="s3", command=probe_command([]), env=probe_env(out, sleep=60)))
-    wait_file(out)
-    slurm_ssh_backend.cancel(jid)
-    assert wait_state(slurm_ssh_backend, jid, DONE).state is JobState.CANCELLED
 
 
 def test_hostile_parameters_over_ssh_arrive_as_inert_data(slurm_ssh_backend: Backend, work: Path) -> None:
@@ -56,10 +29,6 @@ def test_hostile_parameters_over_ssh_arrive_as_inert_data(slurm_ssh_backend: Bac
     assert record["env"] == {k: v for k, v in env.items() if k.startswith("DEEPREPO_")}
     assert record["cwd"] == str(workdir)
     assert not canary.exists() and not (work / "x").exists()
-
-
-def test_connection_check_over_ssh(slurm_ssh_backend: Backend, sshd_server: SshServer) -> None:
-    assert f"{sshd_server.user}@127.0.0.1:{sshd_server.port}" in slurm_ssh_backend.test_connection()
 
 
 def test_wrong_host_key_is_permanent(sshd_server: SshServer, slurm_cluster: SlurmCluster, work: Path) -> None:

@@ -190,18 +190,6 @@
     head.appendChild(el("span", "hover"));
     panel.appendChild(head);
     panel.appendChild(el("div", "plot loading"));
-    if (chart.legend) {
-      var legend = el("div", "panel-legend");
-      chart.legend.forEach(function (item) {
-        var span = el("span");
-        var sw = el("span", "swatch");
-        sw.style.background = item.color;
-        span.appendChild(sw);
-        span.appendChild(document.createTextNode(item.label));
-        legend.appendChild(span);
-      });
-      panel.appendChild(legend);
-    }
     chart.sources = chart.sources || [];
     panel._chart = chart;
     panels.push(panel);
@@ -307,11 +295,10 @@
       } },
     ];
     var made = specs.map(function (spec) {
-      var legend = null;
       var panel = makePanel(spec.title, { noTime: true, yRange: spec.yRange, emptyText: "no training rollouts with steps" });
       panel.dataset.health = spec.optional || spec.title.split(" ")[0];
       grid.appendChild(panel);
-      return { panel: panel, spec: spec, legend: legend };
+      return { panel: panel, spec: spec };
     });
     cfg.keys.forEach(function (k) { if (isHealthKey(k.key)) grid.appendChild(metricPanel(k.key)); });
     var started = false;
@@ -331,7 +318,7 @@
               return;
             }
             chart.sources = m.spec.build(h);
-            addLegend(m.panel, chart.sources);
+            if (chart.sources.length > 1) addLegend(m.panel, chart.sources);
             draw(m.panel);
           });
         });
@@ -339,8 +326,8 @@
     observer.observe(first);
   }
 
+  // One swatch and label per series; a band-only series (a quantile range) gets a band swatch.
   function addLegend(panel, sources) {
-    if (sources.length < 2) return;
     var legend = el("div", "panel-legend");
     sources.forEach(function (s) {
       var span = el("span");
