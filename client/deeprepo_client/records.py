@@ -1,7 +1,7 @@
 """The neutral record shapes shared by the client, the ingest API and every format parser.
 
 A parser, the client and `deeprepo watch` all produce these plain dicts; the server's
-`runs.services` consumes them. Keys not listed are ignored by the server, so parsers put
+`runs.ingest` consumes them. Keys not listed are ignored by the server, so parsers put
 anything else worth keeping into `metrics` / `info` rather than inventing new keys.
 
 Every field is optional unless marked required. Numbers may be None (unknown). Token

@@ -207,7 +207,7 @@ class _RowSpec:
     rel: bool = True
 
 
-# The table of the seed's before/after page, top to bottom; the zero-X rate and pass@k rows follow.
+# The before/after table of a paper, top to bottom; the zero-X rate and pass@k rows follow.
 _ROWS = (
     _RowSpec("reward", "Average reward", _reward_cell, "reward", +1),
     _RowSpec("reward_range", "Reward range", _range_cell),

@@ -2,7 +2,7 @@
 
 Table rows are the hottest renders of the product (every visit, 50 rows of 11 cells). As templates they
 cost ~45 template nodes a row, ~0.4 ms, most of each page's time; format_html escapes every value
-exactly as the template engine does, at a fraction of the cost. The markup is the same as before.
+exactly as the template engine does, at a fraction of the cost.
 """
 
 from __future__ import annotations

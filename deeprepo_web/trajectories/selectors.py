@@ -24,7 +24,7 @@ ROLLOUT_ORDERS: dict[str, tuple[Any, ...]] = {
     "step": (F("step").asc(nulls_first=True),),
     "-step": (F("step").desc(nulls_last=True),),
 }
-# Older callers passed field names.
+# The API also takes the column names.
 ROLLOUT_ORDERS["num_turns"], ROLLOUT_ORDERS["-num_turns"] = ROLLOUT_ORDERS["turns"], ROLLOUT_ORDERS["-turns"]
 ROLLOUT_ORDERS["output_tokens"] = (F("output_tokens").asc(nulls_last=True),)
 ROLLOUT_ORDERS["-output_tokens"] = (F("output_tokens").desc(nulls_last=True),)
