@@ -5,11 +5,16 @@ UV ?= uv
 # Tests and checks talk to the machine's Postgres unless DATABASE_URL says otherwise.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
-.PHONY: run test lint typecheck pytest bench bench-pages bench-jobs sync vendor
+.PHONY: run test lint typecheck pytest bench bench-pages bench-jobs sync ml vendor
 
+# --inexact keeps what `make ml` installed beside the lock (torch, accelerate).
 sync:
 	@command -v $(UV) >/dev/null || pip install uv
-	$(UV) sync --frozen
+	$(UV) sync --frozen --inexact
+
+# torch (a CPU build) and accelerate, for the TRL callback test; CI runs it.
+ml: sync
+	scripts/install-ml.sh
 
 run: sync
 	$(UV) run python -m deeprepo_web.launcher

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 _HAVE_ML = importlib.util.find_spec("torch") is not None and importlib.util.find_spec("transformers") is not None
 if not _HAVE_ML:
     if os.environ.get("DEEPREPO_REQUIRE_ML") == "1":
-        raise RuntimeError("DEEPREPO_REQUIRE_ML=1 but torch/transformers are not installed (uv sync --group dev)")
-    pytest.skip("torch and transformers are not installed (dev group); CI sets DEEPREPO_REQUIRE_ML=1",
+        raise RuntimeError("DEEPREPO_REQUIRE_ML=1 but torch/transformers are not installed (make ml)")
+    pytest.skip("torch and transformers are not installed (make ml); CI sets DEEPREPO_REQUIRE_ML=1",
                 allow_module_level=True)
 
 

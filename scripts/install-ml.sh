@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs torch and accelerate into the project's venv for the TRL callback test (a real
+# transformers.Trainer on CPU). They are not in uv.lock: PyPI's torch is the CUDA build, gigabytes
+# that a CPU test never uses. A CPU build is taken from $TORCH_WHEEL, or from the wheel directory
+# some machines ship (/opt/wheels); otherwise torch comes from the configured index.
+# `make sync` (uv sync --inexact) keeps what this installs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TORCH_VERSION=2.13.0
+ACCELERATE_VERSION=1.15.0
+
+wheel="${TORCH_WHEEL:-}"
+if [ -z "$wheel" ]; then
+  for candidate in /opt/wheels/torch-"$TORCH_VERSION"+cpu-*.whl; do
+    [ -f "$candidate" ] && wheel="$candidate"
+  done
+fi
+torch="${wheel:-torch==$TORCH_VERSION}"
+uv pip install --quiet "$torch" "accelerate==$ACCELERATE_VERSION"
+uv run --no-sync python -c "import torch, accelerate; print('ml:', 'torch', torch.__version__, 'accelerate', accelerate.__version__)"
