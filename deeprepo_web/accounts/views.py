@@ -5,13 +5,12 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey, Membership, Project, Role
 from deeprepo_web.accounts.services import api_key_create, api_key_revoke, membership_set
-from deeprepo_web.front.http import get_or_404
 
 
 def _page(request: HttpRequest, project: Project, **extra: object) -> HttpResponse:
@@ -47,7 +46,7 @@ def key_create(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def key_revoke(request: HttpRequest, slug: str, key_id: int) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug, role=Role.ADMIN)
-    api_key_revoke(key=get_or_404(ApiKey.objects, "key", project=project, pk=key_id))
+    api_key_revoke(key=get_object_or_404(ApiKey.objects, project=project, pk=key_id))
     return redirect("project_settings", slug=slug)
 
 
@@ -71,7 +70,7 @@ def member_set(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def member_remove(request: HttpRequest, slug: str, membership_id: int) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug, role=Role.ADMIN)
-    membership = get_or_404(Membership.objects, "member", project=project, pk=membership_id)
+    membership = get_object_or_404(Membership.objects, project=project, pk=membership_id)
     if membership.user_id == request.user.pk:
         return _page(request, project, member_error="you cannot remove yourself")
     membership.delete()

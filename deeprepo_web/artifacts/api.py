@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
 
 from deeprepo_web.api.auth import ingest_auth, read_auth, run_for
 from deeprepo_web.api.schemas import Iso
 from deeprepo_web.artifacts import services
-from deeprepo_web.front.http import get_or_404
 from deeprepo_web.runs.models import Artifact, Run
 
 router = Router(tags=["artifacts"])
@@ -56,7 +56,7 @@ def _absolute(request: HttpRequest, url: str) -> str:
 
 
 def _artifact(run: Run, artifact_id: int) -> Artifact:
-    return get_or_404(Artifact.objects, "artifact", run=run, pk=artifact_id)
+    return get_object_or_404(Artifact.objects, run=run, pk=artifact_id)
 
 
 @router.post("/runs/{run_id}/artifacts", auth=ingest_auth, response={200: ArtifactBegun, 201: ArtifactBegun})

@@ -15,14 +15,14 @@ from django.http import (
     HttpResponseRedirect,
     JsonResponse,
 )
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from deeprepo_web import storage
 from deeprepo_web.accounts import access
 from deeprepo_web.artifacts import services
-from deeprepo_web.front.http import get_or_404, is_htmx
+from deeprepo_web.front.http import is_htmx
 from deeprepo_web.runs.models import Artifact, BlobRef
 
 PER_PAGE = 100
@@ -61,7 +61,7 @@ def artifact_list(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 def artifact_download(request: HttpRequest, slug: str, run_id: str, artifact_id: int) -> HttpResponse:
     """The URL is made at click time, so a page left open never holds a live download link."""
     run = access.run_for_user(request.user, run_id, slug=slug)
-    artifact = get_or_404(Artifact.objects, "artifact", run=run, pk=artifact_id)
+    artifact = get_object_or_404(Artifact.objects, run=run, pk=artifact_id)
     try:
         url = services.artifact_download_url(artifact=artifact, ttl=300)
     except (services.ArtifactError, storage.StorageError) as exc:
@@ -73,7 +73,7 @@ def artifact_download(request: HttpRequest, slug: str, run_id: str, artifact_id:
 @require_POST
 def artifact_delete(request: HttpRequest, slug: str, run_id: str, artifact_id: int) -> HttpResponse:
     run = access.run_for_user(request.user, run_id, slug=slug, write=True)  # viewers get 404
-    artifact = get_or_404(Artifact.objects, "artifact", run=run, pk=artifact_id)
+    artifact = get_object_or_404(Artifact.objects, run=run, pk=artifact_id)
     try:
         services.artifact_delete(artifact=artifact)
     except storage.StorageError as exc:

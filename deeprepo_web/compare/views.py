@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
@@ -20,7 +20,6 @@ from deeprepo_web.compare import diffs
 from deeprepo_web.compare.exports import comparison_csv, comparison_markdown
 from deeprepo_web.compare.options import CompareError
 from deeprepo_web.compare.query import compare_params, comparison_for, number_param
-from deeprepo_web.front.http import get_or_404
 from deeprepo_web.runs import selectors
 from deeprepo_web.runs.models import ModelPrice, Rollout
 
@@ -157,7 +156,7 @@ def checkpoints(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 @login_required
 def patch_view(request: HttpRequest, slug: str, run_id: str, rollout_id: int) -> HttpResponse:
     run = access.run_for_user(request.user, run_id, slug=slug)
-    rollout = get_or_404(Rollout.objects.select_related("example"), "rollout", run=run, pk=rollout_id)
+    rollout = get_object_or_404(Rollout.objects.select_related("example"), run=run, pk=rollout_id)
     mode = "split" if request.GET.get("mode") == "split" else "unified"
     return render(request, "compare/patch.html", {
         "project": run.project, "run": run, **diffs.patch_context(rollout, mode=mode), "links": True,

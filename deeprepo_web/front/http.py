@@ -1,27 +1,13 @@
-"""What every HTML view needs: objects inside a project or 404, the page parameter, htmx, errors on forms."""
+"""What every HTML view needs: the page parameter, htmx partials, service errors on forms."""
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
-
 from django import forms
-from django.db.models import Manager, Model, QuerySet
-from django.http import Http404, HttpRequest
-
-M = TypeVar("M", bound=Model)
+from django.http import HttpRequest
 
 # htmx stops polling when a response carries this status.
 STOP_POLLING = 286
 MAX_PAGE = 100_000
-
-
-def get_or_404(queryset: QuerySet[M, M] | Manager[M], what: str, **lookup: Any) -> M:
-    """The one object matching `lookup` (scope it to a project or run in the lookup), or 404
-    saying `what` was not found: outsiders learn nothing from the difference."""
-    obj = queryset.filter(**lookup).first()
-    if obj is None:
-        raise Http404(f"no such {what}")
-    return obj
 
 
 def page_param(request: HttpRequest, name: str = "page") -> int:
@@ -34,9 +20,10 @@ def page_param(request: HttpRequest, name: str = "page") -> int:
 
 def is_htmx(request: HttpRequest, target: str | None = None) -> bool:
     """An htmx request; with `target`, one that swaps the element of that id (a partial of the page)."""
-    if not getattr(request, "htmx", False):
+    htmx = getattr(request, "htmx", None)  # django_htmx's HtmxDetails: false unless HX-Request
+    if not htmx:
         return False
-    return target is None or request.headers.get("HX-Target") == target
+    return target is None or htmx.target == target
 
 
 def form_error(form: forms.BaseForm, field: str, message: str, *, prefixes: tuple[str, ...] = ()) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from ninja import File, Form, Router, Schema, Status
 from ninja.errors import HttpError
@@ -16,7 +17,6 @@ from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey
 from deeprepo_web.api.auth import ingest_auth, read_auth
 from deeprepo_web.api.schemas import Iso
-from deeprepo_web.front.http import get_or_404
 from deeprepo_web.importers.jobs import import_job_create, import_job_enqueue
 from deeprepo_web.importers.models import ImportJob
 from deeprepo_web.importers.uploads import UploadTooLarge
@@ -61,6 +61,6 @@ def import_create(request: HttpRequest, files: File[list[UploadedFile]],
 
 @router.get("/imports/{import_id}", auth=read_auth, response=ImportJobOut)
 def import_detail(request: HttpRequest, import_id: int) -> ImportJob:
-    job = get_or_404(ImportJob.objects.select_related("project"), "import", pk=import_id)
+    job = get_object_or_404(ImportJob.objects.select_related("project"), pk=import_id)
     access.project_for_principal(request.auth, job.project)  # type: ignore[attr-defined]
     return job

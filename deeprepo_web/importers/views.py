@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
 
 from deeprepo_client.formats import FORMATS
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
-from deeprepo_web.front.http import STOP_POLLING, get_or_404
+from deeprepo_web.front.http import STOP_POLLING
 from deeprepo_web.importers.jobs import import_job_create, import_job_enqueue
 from deeprepo_web.importers.models import ImportJob
 from deeprepo_web.importers.uploads import UploadTooLarge
@@ -57,7 +57,7 @@ def import_page(request: HttpRequest, slug: str) -> HttpResponse:
 def import_job(request: HttpRequest, slug: str, import_id: int) -> HttpResponse:
     """One job's row (htmx polls it); 286 tells htmx to stop once the job is done."""
     project, _ = access.project_for_user(request.user, slug)
-    job = get_or_404(ImportJob.objects.select_related("user"), "import", project=project, pk=import_id)
+    job = get_object_or_404(ImportJob.objects.select_related("user"), project=project, pk=import_id)
     response = render(request, "importers/import.html#job", {"project": project, "job": job})
     if job.is_final:
         response.status_code = STOP_POLLING

@@ -8,12 +8,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
-from deeprepo_web.front.http import STOP_POLLING, form_error, get_or_404, is_htmx
+from deeprepo_web.front.http import STOP_POLLING, form_error, is_htmx
 from deeprepo_web.jobs import selectors
 from deeprepo_web.jobs.forms import PARAM_PREFIX, RES_PREFIX, ClusterForm, LaunchForm, TemplateForm
 from deeprepo_web.jobs.models import Cluster, ClusterKind, JobTemplate
@@ -97,7 +97,7 @@ def template_edit(request: HttpRequest, slug: str, template_id: int | None = Non
     project, _ = access.project_for_user(request.user, slug, role=Role.EDITOR)
     template = None
     if template_id is not None:
-        template = get_or_404(JobTemplate.objects, "template", project=project, pk=template_id)
+        template = get_object_or_404(JobTemplate.objects, project=project, pk=template_id)
     initial = None
     if template is not None:
         initial = {"slug": template.slug, "name": template.name, "kind": template.kind,

@@ -9,6 +9,7 @@ from typing import Any
 import pydantic
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
 from ninja import Router, Status
 from ninja.errors import HttpError
 
@@ -16,7 +17,7 @@ from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey
 from deeprepo_web.api.auth import ingest_auth, read_auth, run_for
 from deeprepo_web.api.errors import loads, pydantic_error_line
-from deeprepo_web.front.http import MAX_PAGE, get_or_404
+from deeprepo_web.front.http import MAX_PAGE
 from deeprepo_web.runs import schemas, selectors, services
 from deeprepo_web.runs.ingest.metrics import metrics_ingest as store_metrics
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest as store_rollouts
@@ -147,4 +148,4 @@ def rollouts_list(
 @router.get("/runs/{run_id}/rollouts/{rollout_id}", auth=read_auth, response=schemas.RolloutDetailOut)
 def rollout_detail(request: HttpRequest, run_id: str, rollout_id: int) -> Rollout:
     run = run_for(request, run_id)
-    return get_or_404(Rollout.objects.select_related("example"), "rollout", run=run, pk=rollout_id)
+    return get_object_or_404(Rollout.objects.select_related("example"), run=run, pk=rollout_id)

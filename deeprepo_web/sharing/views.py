@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
@@ -21,7 +21,6 @@ from deeprepo_web.compare.options import CompareError
 from deeprepo_web.compare.query import comparison_for
 from deeprepo_web.compare.rundata import run_data
 from deeprepo_web.compare.views import comparison_context
-from deeprepo_web.front.http import get_or_404
 from deeprepo_web.runs import selectors
 from deeprepo_web.runs.models import Turn
 from deeprepo_web.sharing.models import ShareKind, ShareLink
@@ -72,7 +71,7 @@ def share_new(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def share_revoke_view(request: HttpRequest, slug: str, link_id: int) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug, role=Role.EDITOR)
-    share_revoke(link=get_or_404(ShareLink.objects, "link", project=project, pk=link_id))
+    share_revoke(link=get_object_or_404(ShareLink.objects, project=project, pk=link_id))
     return redirect("shares", slug=project.slug)
 
 

@@ -11,12 +11,12 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from deeprepo_web.accounts import access
-from deeprepo_web.front.http import get_or_404, is_htmx, page_param
+from deeprepo_web.front.http import is_htmx, page_param
 from deeprepo_web.runs.models import Example, Rollout, ToolCall, Turn
 from deeprepo_web.storage import blob_get
 from deeprepo_web.trajectories import richtext, selectors
@@ -37,7 +37,7 @@ def _rollout(request: HttpRequest, slug: str, run_id: str, rollout_id: int) -> R
 
 def _example(request: HttpRequest, slug: str, example_id: int) -> Example:
     project, _ = access.project_for_user(request.user, slug)
-    return get_or_404(Example.objects, "example", pk=example_id, project=project)
+    return get_object_or_404(Example.objects, pk=example_id, project=project)
 
 
 def _int_param(raw: str, name: str, errors: list[str]) -> int | None:
