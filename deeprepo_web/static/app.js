@@ -8,6 +8,20 @@
       try { el.textContent = JSON.stringify(JSON.parse(src.textContent), null, 2); } catch (e) { el.textContent = src.textContent; }
     });
   }
+  // Links inside a region that htmx swaps (sort headers, pagers) load through a stable element
+  // outside it (data-load-via="#id", which holds hx-target, hx-sync, hx-swap, hx-push-url). A click
+  // while the region is loading then waits in the queue; issued by the link itself, it was dropped
+  // once the pending swap removed the link.
+  function loadVia(ev) {
+    var link = ev.target.closest && ev.target.closest("a[data-load-via]");
+    if (!link || !window.htmx || ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey ||
+        ev.shiftKey || ev.altKey) return;
+    var via = document.querySelector(link.getAttribute("data-load-via"));
+    if (!via) return;
+    ev.preventDefault();
+    window.htmx.ajax("GET", link.getAttribute("href"), {source: via});
+  }
+  document.addEventListener("click", loadVia);
   document.addEventListener("DOMContentLoaded", function () { prettyJson(document); });
   document.addEventListener("htmx:afterSwap", function (ev) { prettyJson(ev.target); });
 })();

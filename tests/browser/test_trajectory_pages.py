@@ -171,3 +171,16 @@ def test_anchor_beyond_the_first_page_loads_up_to_it(browser_page, live_server, 
     wait_js(page, f"document.querySelectorAll('article.turn').length > {before}")
     assert page.locator("#turn-333 a.anchor").get_attribute("href") == "#turn-333"
     assert page.watched.errors == []
+
+
+def test_a_sort_click_while_the_table_loads_is_not_lost(browser_page, live_server, team):
+    """A click on a column header while a filter request is in flight wins. Queued behind the filter
+    (htmx sync "queue last"), it was dropped once the filter's swap replaced the header it came from."""
+    run = _demo_run(team)
+    page = browser_page(team.viewer)
+    page.goto(f"{live_server.url}/p/demo/runs/{run.public_id}/rollouts/")
+    page.fill("input[name=step]", "2")
+    page.evaluate("document.querySelector('form.tj-filters').requestSubmit()")
+    page.click("th a.sort:has-text('Reward')")
+    page.wait_for_url("**sort=-reward**", timeout=5000)
+    wait_js(page, "document.getElementById('rollout-table').dataset.sort === '-reward'")

@@ -112,7 +112,7 @@ def test_htmx_request_gets_only_the_table(viewer, url, loaded):
     html = res.content.decode()
     assert html.lstrip().startswith('<div id="rollout-table"')
     assert "<html" not in html and "tj-filters" not in html
-    # Sort links keep the filters, as plain hrefs and as hx-get.
+    # Sort links keep the filters (app.js loads the same href into the table).
     assert 'href="?sort=-reward&amp;step=1"' in html
 
 
