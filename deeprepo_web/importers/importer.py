@@ -4,7 +4,6 @@ attached to rollouts the project already has."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -16,11 +15,12 @@ from django.utils import timezone
 from deeprepo_client.formats import patch_touches_tests
 from deeprepo_client.records import MetricsEvent, RewardsEvent, RolloutsEvent, RunEvent
 from deeprepo_web.accounts.models import Project
-from deeprepo_web.importers.report import ImportReport, RunReport
-from deeprepo_web.importers.writers import REFUSED, Writers, batch_transaction, exc_line, rollouts_save
+from deeprepo_web.importers.report import ImportReport, RunReport, exc_line
+from deeprepo_web.importers.writers import REFUSED, Writers, batch_transaction, rollouts_save
 from deeprepo_web.runs import services as runs
 from deeprepo_web.runs.ingest.metrics import metrics_ingest, series_cache_clear
 from deeprepo_web.runs.ingest.pg import dumps
+from deeprepo_web.runs.ingest.rollouts import example_key_hash
 from deeprepo_web.runs.models import Run, RunKind, RunStatus
 from deeprepo_web.text import clean_deep
 
@@ -163,31 +163,10 @@ class Importer:
         record = self.records.get(ev.ref, {})
         own_source = str(record.get("source") or "")
         own_external = str(record.get("external_id") or "")
-        hashes = {hashlib.sha256(str(k).encode("utf-8", "replace")).hexdigest(): str(k) for k in ev.by_example}
+        hashes = {example_key_hash(str(k)): str(k) for k in ev.by_example}
         if not hashes:
             return
-        with connection.cursor() as cur:
-            # Rollouts of those examples in each example's most recent run (not this file's own run).
-            cur.execute(
-                """
-                WITH cand AS (
-                    SELECT e.key_hash, r.id AS run_id, r.created_at
-                    FROM runs_example e
-                    JOIN runs_rollout ro ON ro.example_id = e.id
-                    JOIN runs_run r ON r.id = ro.run_id
-                    WHERE e.project_id = %s AND e.key_hash = ANY(%s)
-                      AND NOT (r.source = %s AND r.external_id = %s)
-                    GROUP BY e.key_hash, r.id, r.created_at
-                ), best AS (
-                    SELECT DISTINCT ON (key_hash) key_hash, run_id FROM cand ORDER BY key_hash, created_at DESC, run_id DESC
-                )
-                SELECT best.key_hash, ro.id, ro.run_id, ro.final_answer, ro.reward_components, ro.metrics
-                FROM best JOIN runs_example e ON e.key_hash = best.key_hash AND e.project_id = %s
-                JOIN runs_rollout ro ON ro.example_id = e.id AND ro.run_id = best.run_id
-                """,
-                [self.project.pk, list(hashes), own_source, own_external, self.project.pk],
-            )
-            rows = cur.fetchall()
+        rows = _latest_rollouts(self.project.pk, list(hashes), own_source, own_external)
         if not rows:
             return
         updates: list[tuple[int, float | None, str, str]] = []
@@ -214,6 +193,10 @@ class Importer:
                 "WHERE ro.id = u.id",
                 [[u[0] for u in updates], [u[1] for u in updates], [u[2] for u in updates], [u[3] for u in updates]],
             )
+        self._count_rewards(per_run)
+
+    def _count_rewards(self, per_run: dict[int, int]) -> None:
+        """Rewards attached per run, on the run's own line of the report (made for runs of other files)."""
         for run_id, n in per_run.items():
             rep = self.rep_by_pk.get(run_id)
             if rep is None:
@@ -224,3 +207,29 @@ class Importer:
                 self.report.runs.append(rep)
             rep.rewards_attached += n
 
+
+def _latest_rollouts(project_id: int, hashes: list[str], own_source: str,
+                     own_external: str) -> list[tuple[Any, ...]]:
+    """Rollouts of these examples (by key hash) in each example's most recent run of the project,
+    leaving out the importing file's own run."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            WITH cand AS (
+                SELECT e.key_hash, r.id AS run_id, r.created_at
+                FROM runs_example e
+                JOIN runs_rollout ro ON ro.example_id = e.id
+                JOIN runs_run r ON r.id = ro.run_id
+                WHERE e.project_id = %s AND e.key_hash = ANY(%s)
+                  AND NOT (r.source = %s AND r.external_id = %s)
+                GROUP BY e.key_hash, r.id, r.created_at
+            ), best AS (
+                SELECT DISTINCT ON (key_hash) key_hash, run_id FROM cand ORDER BY key_hash, created_at DESC, run_id DESC
+            )
+            SELECT best.key_hash, ro.id, ro.run_id, ro.final_answer, ro.reward_components, ro.metrics
+            FROM best JOIN runs_example e ON e.key_hash = best.key_hash AND e.project_id = %s
+            JOIN runs_rollout ro ON ro.example_id = e.id AND ro.run_id = best.run_id
+            """,
+            [project_id, hashes, own_source, own_external, project_id],
+        )
+        return cur.fetchall()

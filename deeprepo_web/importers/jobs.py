@@ -18,8 +18,8 @@ from django.utils import timezone
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.importers.models import ImportJob, ImportStatus
 from deeprepo_web.importers.pipeline import import_path
+from deeprepo_web.importers.report import exc_line
 from deeprepo_web.importers.uploads import upload_store
-from deeprepo_web.importers.writers import exc_line
 from workers.queue import enqueue
 
 # Shown on a queued job whose task message could not be sent (cleared once it is).

@@ -54,3 +54,9 @@ class ImportReport:
             "rows": self.rows,
             "seconds": round(self.seconds, 3),
         }
+
+
+def exc_line(exc: Exception) -> str:
+    """An exception as one line for a report or a job's error: its type and its first line."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}"[:500]

@@ -20,12 +20,6 @@ from deeprepo_web.text import clean_deep
 REFUSED = (IngestError, DatabaseError, ValueError, TypeError, KeyError)
 
 
-def exc_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}"[:500]
-
-
-
 def _rollouts_store(run: Run, records: list[dict[str, Any]]) -> int:
     with batch_transaction():
         return rollouts_ingest(run=run, rollouts=records)

@@ -35,7 +35,8 @@ def rollout_uid(record: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()
 
 
-def _key_hash(key: str) -> str:
+def example_key_hash(key: str) -> str:
+    """How an Example is found by its key (Example.key_hash): keys can be long, hashes index well."""
     return hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()
 
 
@@ -45,7 +46,7 @@ def _examples_upsert(cur: Any, run: Run, records: list[dict[str, Any]]) -> dict[
     by_hash: dict[str, tuple[str, Any, str, Any]] = {}
     for r in records:
         key = r["example_key"]
-        h = _key_hash(key)
+        h = example_key_hash(key)
         if h not in by_hash or (by_hash[h][1] is None and r.get("prompt") is not None):
             by_hash[h] = (key, r.get("prompt"), r.get("oracle") or "", r.get("example_info") or {})
     hashes = sorted(by_hash)
@@ -110,7 +111,7 @@ def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
                 num_turns = sum(1 for t in turns if t.get("role") == "assistant")
             values = (
                 uid,
-                example_ids[_key_hash(r["example_key"])],
+                example_ids[example_key_hash(r["example_key"])],
                 _int(r.get("step")),
                 _int(r.get("sample_index")),
                 _float(r.get("reward")),
