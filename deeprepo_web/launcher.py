@@ -76,7 +76,7 @@ def main() -> int:
     spawn("worker", [*celery, "worker", "-l", "warning", "-c", "4", "-n", "deeprepo@%h"])
     spawn("beat", [*celery, "beat", "-l", "warning", "-s", str(data_dir / "celerybeat-schedule")])
     spawn("web", [py, "-m", "gunicorn", "deeprepo_web.wsgi", "-b", f"{host}:{port}", "-w", "4",
-                  "--threads", "1", "--access-logfile", "-", "--timeout", "120"])
+                  "--threads", "1", "--preload", "--access-logfile", "-", "--timeout", "120"])
     if _wait_http(f"{site}/login/"):
         _say(f"web app on {site}/  (log in with the demo login above)")
         # A real job on the local cluster: dispatched by the worker, followed by beat, with a log
