@@ -27,8 +27,10 @@ def cmd_sync(args: argparse.Namespace) -> int:
     failed = 0
     for path in dirs:
         spool = Spool(path)
+        if args.refused:
+            print(f"{path.name}: {spool.requeue_rejected()} refused batch(es) queued again", file=sys.stderr)
         try:
-            result = drain(spool, transport)
+            result = drain(spool, transport, in_flight=2)
         except (ServerAway, Refused) as exc:
             print(f"{path.name}: not sent ({exc}); run sync again later", file=sys.stderr)
             failed += 1
@@ -69,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sync = sub.add_parser("sync", help="upload runs spooled while the server was away or offline")
     sync.add_argument("dir", help="a run's spool directory, or a spool root holding several")
+    sync.add_argument("--refused", action="store_true",
+                      help="also send again the batches the server refused (after fixing their cause)")
     sync.set_defaults(func=cmd_sync)
     w = sub.add_parser("watch", help="follow a live output folder (verifiers -s, TRL, prime-rl) and stream new rows")
     w.add_argument("dir", help="the trainer's output folder")
