@@ -73,14 +73,16 @@ def copy_binary_rows(columns: list[tuple[str, Any, Any]]) -> bytes:
     for i, mask in enumerate(masks):
         code |= mask.astype(np.int64) << i
     parts = []
-    for c in np.unique(code):
-        rows = np.flatnonzero(code == c)
+    codes = np.unique(code)
+    for c in codes:
+        rows: Any = slice(None) if len(codes) == 1 else np.flatnonzero(code == c)
+        count = n if len(codes) == 1 else len(rows)
         fields: list[tuple[str, str]] = [("n", ">i2")]
         for i, (typ, _, _) in enumerate(columns):
             fields.append((f"l{i}", ">i4"))
             if not (int(c) >> i) & 1:
                 fields.append((f"v{i}", _BINARY_TYPES[typ]))
-        block = np.empty(len(rows), dtype=np.dtype(fields))
+        block = np.empty(count, dtype=np.dtype(fields))
         block["n"] = len(columns)
         for i, (typ, values, _) in enumerate(columns):
             if (int(c) >> i) & 1:
