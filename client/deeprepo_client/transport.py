@@ -46,10 +46,10 @@ class Transport:
         content = None if body is None else json.dumps(body, allow_nan=True).encode()
         return self.request_raw(method, path, content)
 
-    def request_raw(self, method: str, path: str, content: bytes | None) -> Any:
+    def request_raw(self, method: str, path: str, content: bytes | None, headers: dict[str, str] | None = None) -> Any:
         """Send a body that is JSON already (a spooled op is sent as it was written)."""
         try:
-            res = self.client.request(method, path, content=content)
+            res = self.client.request(method, path, content=content, headers=headers)
         except httpx.HTTPError as exc:
             raise ServerAway(f"{type(exc).__name__}: {exc}") from exc
         if res.status_code >= 500 or res.status_code in (408, 429):
@@ -70,6 +70,7 @@ def backoff(attempt: int, base: float = 0.5, cap: float = 30.0) -> float:
 
 REQUEST_BYTES = 4 * 1024 * 1024  # spooled batches are joined into requests of about this size
 IN_FLIGHT = 4  # requests under way at once
+JOINED_HEADER = "X-Deeprepo-Batches"
 
 
 @dataclass
@@ -168,7 +169,10 @@ def _send_group(transport: Transport, run_id: str, group: Group) -> DrainResult:
     kind = group.kind.rstrip("!")
     try:
         if kind == group.kind:
-            answer = transport.request_raw("POST", f"/runs/{run_id}/{kind}", group.body())
+            # How many batches this request joins: a refused join is re-sent batch by batch, and
+            # the server notes only refusals of single batches (on the run page).
+            answer = transport.request_raw("POST", f"/runs/{run_id}/{kind}", group.body(),
+                                           headers={JOINED_HEADER: str(len(group.ops))})
         else:
             answer = send_op(transport, run_id, group.ops[0].decoded())
     except Refused as exc:
@@ -260,8 +264,9 @@ def drain(spool: Spool, transport: Transport, *, in_flight: int = 1, request_byt
     skipped: Cursor | None = None
 
     def fresh() -> Iterator[RawOp]:
-        nonlocal skipped
+        nonlocal skipped, cursor
         for op in spool.read(cursor, max_bytes=None):
+            cursor = op.end
             if op.seq <= acked:
                 skipped = op.end  # an older client's spool: its acked seq had no offset
                 continue
@@ -269,11 +274,16 @@ def drain(spool: Spool, transport: Transport, *, in_flight: int = 1, request_byt
 
     window = _Window(spool, transport, run_id, in_flight)
     try:
-        for group in groups(fresh(), request_bytes):
-            window.submit(group)
-            if progress is not None:
-                progress(window.result)
-        window.settle_all()
+        # Read to the end, then, while requests are under way, wait for the oldest and read again:
+        # batches logged meanwhile join the pipeline instead of waiting for it to empty.
+        while True:
+            for group in groups(fresh(), request_bytes):
+                window.submit(group)
+                if progress is not None:
+                    progress(window.result)
+            if not window.queue:
+                break
+            window.settle_one()
     finally:
         window.close()
     if skipped is not None and spool.acked() == acked:

@@ -18,6 +18,7 @@ from deeprepo_web.explorer.health import grpo_health
 from deeprepo_web.explorer.rows import run_row_html
 from deeprepo_web.front.http import STOP_POLLING, is_htmx, page_param
 from deeprepo_web.runs.models import FINAL_RUN_STATUSES, MetricSeries, Run, RunKind, RunStatus
+from deeprepo_web.runs.services import ingest_refusals
 
 PER_PAGE = 50
 MAX_OVERLAY = 8
@@ -125,6 +126,7 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         "overlay": overlay,
         "chart_config": chart_config,
         "final": run.status in FINAL_RUN_STATUSES,
+        "refusals": ingest_refusals(run=run),
     })
 
 

@@ -4,6 +4,8 @@ series and rollouts (any key or a session)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pydantic
@@ -103,11 +105,27 @@ _ROLLOUTS_DOC = {"requestBody": {"content": {"application/json": {"schema": {
     "required": True}}
 
 
+@contextmanager
+def _refusal_noted(request: HttpRequest, run: Run, kind: str) -> Iterator[None]:
+    """A batch refused for good (4xx with a reason; not 413, which a client splits and re-sends)
+    is noted on the run, whose page then shows it. A request joining several of the client's
+    batches (X-Deeprepo-Batches) is re-sent batch by batch: only those refusals count."""
+    try:
+        yield
+    except (HttpError, services.IngestError) as exc:
+        status = exc.status_code if isinstance(exc, HttpError) else 422
+        joined = request.headers.get("X-Deeprepo-Batches", "1") not in ("", "1")
+        if 400 <= status < 500 and status != 413 and not joined:
+            services.ingest_refusal_note(run=run, kind=kind, error=str(exc))
+        raise
+
+
 @router.post("/runs/{run_id}/metrics", auth=ingest_auth, response=schemas.IngestOut, openapi_extra=_METRICS_DOC)
 def metrics_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
     run = run_for(request, run_id, write=True)
-    points = _batch(request, schemas.metric_batch, "points")
-    stored = store_metrics(run=run, points=points)
+    with _refusal_noted(request, run, "metrics"):
+        points = _batch(request, schemas.metric_batch, "points")
+        stored = store_metrics(run=run, points=points)
     return {"received": sum(len(p["values"]) for p in points), "stored": stored}
 
 
@@ -115,8 +133,9 @@ def metrics_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
              openapi_extra=_ROLLOUTS_DOC)
 def rollouts_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
     run = run_for(request, run_id, write=True)
-    rollouts = _batch(request, schemas.rollout_batch, "rollouts")
-    stored = store_rollouts(run=run, rollouts=rollouts)
+    with _refusal_noted(request, run, "rollouts"):
+        rollouts = _batch(request, schemas.rollout_batch, "rollouts")
+        stored = store_rollouts(run=run, rollouts=rollouts)
     return {"received": len(rollouts), "stored": stored}
 
 

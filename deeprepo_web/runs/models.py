@@ -290,3 +290,21 @@ class BlobRef(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["run"], name="blobref_run")]
+
+
+class IngestRefusal(models.Model):
+    """Batches of a run the API refused for good (a 4xx with a reason), one row per distinct error.
+
+    The run page shows them as a banner: a client keeps refused batches on disk, but the person
+    looking at the charts should learn that data is missing, and why.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="ingest_refusals")
+    kind = models.CharField(max_length=16)  # metrics | rollouts
+    error = models.CharField(max_length=500)
+    count = models.IntegerField(default=1)
+    first_at = models.DateTimeField(default=timezone.now)
+    last_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "kind", "error"], name="refusal_run_kind_error")]

@@ -10,7 +10,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
-from deeprepo_web.runs.models import FINAL_RUN_STATUSES, BlobRef, Run, RunKind, RunStatus
+from deeprepo_web.runs.models import FINAL_RUN_STATUSES, BlobRef, IngestRefusal, Run, RunKind, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -127,3 +127,19 @@ def run_delete(*, run: Run) -> dict[str, int]:
             # The rows are gone already; an orphan blob wastes space but harms nobody.
             log.warning("run_delete: blob %s kept: %s", sha, exc)
     return {"objects": objects, "blobs": blobs, "metrics": metrics, "rollouts": rollouts}
+
+
+def ingest_refusal_note(*, run: Run, kind: str, error: str) -> None:
+    """Remember that a batch of `run` was refused with `error` (counted per distinct error line)."""
+    error = error[:500]
+    with connection.cursor() as cur:
+        cur.execute(
+            "INSERT INTO runs_ingestrefusal (run_id, kind, error, count, first_at, last_at) "
+            "VALUES (%s, %s, %s, 1, now(), now()) ON CONFLICT (run_id, kind, error) "
+            "DO UPDATE SET count = runs_ingestrefusal.count + 1, last_at = now()",
+            [run.pk, kind, error],
+        )
+
+
+def ingest_refusals(*, run: Run) -> list[IngestRefusal]:
+    return list(IngestRefusal.objects.filter(run=run).order_by("-last_at")[:5])

@@ -17,8 +17,8 @@ from deeprepo_web.runs.services import IngestError
 # Bucket widths (in steps) of the rollup levels; level i groups steps into ROLLUP_WIDTHS[i].
 # Factor 16 between levels: 4 levels cover a million steps; readers merge up to 8x the wanted buckets.
 ROLLUP_WIDTHS = (16, 256, 4096, 65536)
-_SHIFTS = tuple(w.bit_length() - 1 for w in ROLLUP_WIDTHS)  # widths are powers of two: buckets by shift
-assert all(1 << s == w for s, w in zip(_SHIFTS, ROLLUP_WIDTHS, strict=True))
+SHIFTS = tuple(w.bit_length() - 1 for w in ROLLUP_WIDTHS)  # widths are powers of two: buckets by shift
+assert all(1 << s == w for s, w in zip(SHIFTS, ROLLUP_WIDTHS, strict=True))
 
 
 class _Index(dict[str, int]):
@@ -156,7 +156,7 @@ def _finite_or_nan(values: np.ndarray) -> np.ndarray:
 
 def rollups(pts: Points) -> list[Buckets]:
     """Every rollup level of the batch: level 0 from the points, each next level from the one below."""
-    bucket = pts.step >> _SHIFTS[0]
+    bucket = pts.step >> SHIFTS[0]
     starts = _starts(pts.key, bucket)
     if not len(starts):
         return []
@@ -166,9 +166,9 @@ def rollups(pts: Points) -> list[Buckets]:
                     np.fmax.reduceat(fv, starts), pts.value[ends], pts.value_null[ends], pts.step[ends],
                     pts.time[ends], pts.time_null[ends])
     out = [level]
-    for i in range(1, len(_SHIFTS)):
+    for i in range(1, len(SHIFTS)):
         below = out[-1]
-        bucket = below.bucket >> (_SHIFTS[i] - _SHIFTS[i - 1])
+        bucket = below.bucket >> (SHIFTS[i] - SHIFTS[i - 1])
         starts = _starts(below.key, bucket)
         ends = np.append(starts[1:], len(bucket)) - 1
         out.append(Buckets(i, below.key[starts], bucket[starts], np.fmin.reduceat(below.min, starts),

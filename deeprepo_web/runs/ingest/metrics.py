@@ -15,7 +15,14 @@ import numpy as np
 import psycopg
 from django.db import connection, transaction
 
-from deeprepo_web.runs.ingest.fold import ROLLUP_WIDTHS, Points, points_from_batch, rollups, series_stats
+from deeprepo_web.runs.ingest.fold import (
+    ROLLUP_WIDTHS,
+    SHIFTS,
+    Points,
+    points_from_batch,
+    rollups,
+    series_stats,
+)
 from deeprepo_web.runs.ingest.pg import COPY_BINARY_HEADER, COPY_BINARY_TRAILER, copy_binary_rows
 from deeprepo_web.runs.models import Run
 
@@ -91,29 +98,49 @@ ON CONFLICT (series_id, level, bucket) DO UPDATE SET
 """
 
 
-def _rollups_merge(raw: psycopg.Cursor[Any], pts: Points, sids: np.ndarray) -> None:
-    levels = rollups(pts)
-    if not levels:
-        return
-    cat = np.concatenate
-    columns = [
-        ("int8", sids[cat([b.key for b in levels])], None),
-        ("int2", cat([np.full(len(b.key), b.level, dtype=np.int16) for b in levels]), None),
-        ("int8", cat([b.bucket for b in levels]), None),
-        ("float8", cat([b.min for b in levels]), np.isnan(cat([b.min for b in levels]))),
-        ("float8", cat([b.max for b in levels]), np.isnan(cat([b.max for b in levels]))),
-        ("float8", cat([b.last for b in levels]), cat([b.last_null for b in levels])),
-        ("int8", cat([b.last_step for b in levels]), None),
-        ("float8", cat([b.last_time for b in levels]), cat([b.last_time_null for b in levels])),
-    ]
-    raw.execute("CREATE TEMP TABLE IF NOT EXISTS rollup_in (LIKE runs_metricrollup) ON COMMIT DELETE ROWS")
-    with raw.copy("COPY rollup_in (series_id, level, bucket, min_value, max_value, last_value, last_step, "
+def _rollup_copy(raw: psycopg.Cursor[Any], table: str, columns: list[tuple[str, Any, Any]]) -> None:
+    with raw.copy(f"COPY {table} (series_id, level, bucket, min_value, max_value, last_value, last_step, "
                   "last_time) FROM STDIN (FORMAT BINARY)") as copy:
         copy.write(COPY_BINARY_HEADER)
         copy.write(copy_binary_rows(columns))
         copy.write(COPY_BINARY_TRAILER)
-    raw.execute(_ROLLUP_MERGE)
-    raw.execute("TRUNCATE rollup_in")  # the next batch of this transaction (importer) starts empty
+
+
+def _rollups_merge(raw: psycopg.Cursor[Any], pts: Points, sids: np.ndarray) -> None:
+    """Buckets past a series' last step cannot exist yet: they go in by COPY. Only the others (in
+    a training loop, one boundary bucket per series and level) are merged with what is stored."""
+    levels = rollups(pts)
+    if not levels:
+        return
+    raw.execute("SELECT id, coalesce(last_step, -1) FROM runs_metricseries WHERE id = ANY(%s)", [sids.tolist()])
+    last = dict(raw.fetchall())
+    last_by_key = np.array([last[int(s)] for s in sids], dtype=np.int64)
+    cat = np.concatenate
+    key = cat([b.key for b in levels])
+    level = cat([np.full(len(b.key), b.level, dtype=np.int16) for b in levels])
+    bucket = cat([b.bucket for b in levels])
+    mn, mx = cat([b.min for b in levels]), cat([b.max for b in levels])
+    columns = [
+        ("int8", sids[key], None), ("int2", level, None), ("int8", bucket, None),
+        ("float8", mn, np.isnan(mn)), ("float8", mx, np.isnan(mx)),
+        ("float8", cat([b.last for b in levels]), cat([b.last_null for b in levels])),
+        ("int8", cat([b.last_step for b in levels]), None),
+        ("float8", cat([b.last_time for b in levels]), cat([b.last_time_null for b in levels])),
+    ]
+    fresh = bucket > (last_by_key[key] >> np.array(SHIFTS, dtype=np.int64)[level])
+    merge = ~fresh
+    if fresh.any():
+        try:
+            with transaction.atomic():
+                _rollup_copy(raw, "runs_metricrollup", [(t, v[fresh], None if n is None else n[fresh])
+                                                        for t, v, n in columns])
+        except psycopg.errors.UniqueViolation:  # rollups written by other means: merge them all
+            merge = np.ones(len(bucket), dtype=bool)
+    if merge.any():
+        raw.execute("CREATE TEMP TABLE IF NOT EXISTS rollup_in (LIKE runs_metricrollup) ON COMMIT DELETE ROWS")
+        _rollup_copy(raw, "rollup_in", [(t, v[merge], None if n is None else n[merge]) for t, v, n in columns])
+        raw.execute(_ROLLUP_MERGE)
+        raw.execute("TRUNCATE rollup_in")  # the next batch of this transaction (importer) starts empty
 
 
 def _series_merge(raw: psycopg.Cursor[Any], pts: Points, sids: np.ndarray) -> None:
