@@ -41,7 +41,7 @@ def test_a_refused_batch_is_reported_by_finish_and_shown_on_the_run_page(live_se
     client.force_login(team.viewer)
     page = client.get(f"/p/{team.project.slug}/runs/{stored.public_id}/").content.decode()
     assert "The server refused data sent to this run" in page
-    assert "1 rollouts batch" in page and "example_key" in page
+    assert "1 batch of rollouts" in page and "example_key" in page
 
 
 def test_sync_refused_sends_refused_batches_again_once_fixed(live_server, team, tmp_path, monkeypatch):
