@@ -8,7 +8,6 @@ When the server is away the spool simply grows and is sent when it is back (or l
 from __future__ import annotations
 
 import atexit
-import json
 import math
 import os
 import shutil
@@ -19,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from deeprepo_client.encode import encode, metric_values
 from deeprepo_client.finish import FinishSummary, Progress
 from deeprepo_client.spool import Spool, SpoolError, default_root
 from deeprepo_client.transport import (
@@ -41,28 +41,8 @@ METRIC_BATCH = 50_000
 BATCH_SECONDS = 1.0
 ROLLOUT_BATCH = 256
 
-try:  # the client's `fast` extra: ~10x faster encoding of big batches
-    import orjson
-except ImportError:  # pragma: no cover - depends on the install
-    orjson = None  # type: ignore[assignment]
-
-
 def _warn(message: str) -> None:
     print(f"deeprepo: {message}", file=sys.stderr, flush=True)
-
-
-def _encode(body: Any, exact_floats: bool) -> bytes:
-    """JSON bytes of a batch. orjson writes NaN/Infinity as null, so batches holding them (metrics
-    keep them on purpose) go through json, which writes them as the server reads them."""
-    if orjson is not None and not exact_floats:
-        try:
-            return orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
-        except TypeError:
-            pass  # what orjson refuses (huge ints, odd types) gets json's behaviour and errors
-    return json.dumps(body, allow_nan=True).encode()
-
-
-_PLAIN = frozenset({float, int})
 
 
 class Run:
@@ -130,14 +110,7 @@ class Run:
         """Log scalar values at a step (the next step after the last one when omitted)."""
         if step is None:
             step = self._step
-        if _PLAIN.issuperset(map(type, values.values())) and all(type(k) is str for k in values):
-            numbers: dict[str, Any] = dict(values)  # the common case: checked by type in C loops
-            try:
-                special = not math.isfinite(sum(numbers.values()))
-            except OverflowError:
-                special = True
-        else:
-            numbers, special = self._numbers(values)
+        numbers, special = metric_values(values)
         with self._lock:
             self._step = max(self._step, step + 1)
             if not self._points:
@@ -148,24 +121,6 @@ class Run:
             full = self._point_count >= self.batch_points
         if full:
             self._flush_points()
-
-    @staticmethod
-    def _numbers(values: dict[str, Any]) -> tuple[dict[str, float | None], bool]:
-        numbers: dict[str, float | None] = {}
-        special = False
-        for key, value in values.items():
-            if isinstance(value, bool):
-                value = float(value)
-            if value is None or isinstance(value, int | float):
-                numbers[str(key)] = None if value is None else float(value)
-            elif hasattr(value, "item"):  # numpy / torch scalars
-                numbers[str(key)] = float(value.item())
-            else:
-                _warn(f"log: {key!r} is a {type(value).__name__}, not a number; skipped")
-                continue
-            v = numbers[str(key)]
-            special |= v is not None and not math.isfinite(v)
-        return numbers, special
 
     def log_rollouts(self, rollouts: list[dict[str, Any]]) -> None:
         """Log rollouts (deeprepo_client.records.RolloutRecord). Each gets a uid so re-sends are no-ops."""
@@ -266,7 +221,7 @@ class Run:
 
     def _append(self, kind: str, body: Any, exact_floats: bool = False) -> None:
         try:
-            self.spool.append_raw(kind, _encode(body, exact_floats))
+            self.spool.append_raw(kind, encode(body, exact_floats))
         except SpoolError as exc:
             # The spool is intact but this batch is not on disk: hand it to the server directly,
             # and say so loudly when that is impossible too (nothing is silently dropped).
