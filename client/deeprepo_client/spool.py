@@ -83,6 +83,7 @@ class Spool:
         segments = self.segments()
         self._segment = segments[-1] if segments else 1
         self._size = self._file(self._segment).stat().st_size if segments else 0
+        self._tail_checked = False
         self._next_seq = self._scan_last_seq() + 1
 
     # ------------------------------------------------------------ run record
@@ -140,6 +141,8 @@ class Spool:
         with self._lock:
             seq = self._next_seq
             line = encode_line(seq, kind, body)
+            if not self._tail_checked:
+                self._cut_torn_tail()
             if self._size and self._size + len(line) > self.segment_bytes:
                 self._segment, self._size = self._segment + 1, 0
             target = self._file(self._segment)
@@ -156,6 +159,25 @@ class Spool:
             self._size += len(line)
             self._next_seq += 1
             return seq
+
+    def _cut_torn_tail(self) -> None:
+        """A crash mid-write left a partial last line: cut it before appending, or the next op
+        would be glued to it (once per process, before its first append)."""
+        self._tail_checked = True
+        if not self._size:
+            return
+        path = self._file(self._segment)
+        with open(path, "rb") as fh:
+            start = max(0, self._size - 1024 * 1024)
+            fh.seek(start)
+            tail = fh.read()
+        if tail.endswith(b"\n"):
+            return
+        cut = tail.rfind(b"\n")
+        keep = start + cut + 1 if cut >= 0 else (0 if start == 0 else self._size)
+        if keep != self._size:
+            os.truncate(path, keep)
+            self._size = keep
 
     def read(self, start: Cursor, max_bytes: int | None = 8 * 1024 * 1024) -> Iterator[RawOp]:
         """Whole ops from `start` on (about max_bytes of them), across segments; stops at a torn tail."""

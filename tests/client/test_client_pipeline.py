@@ -92,3 +92,15 @@ def test_segments_roll_and_acknowledged_ones_are_deleted(live_server, team, tmp_
     assert drain(spool, transport).sent == 0  # nothing twice
     stored = Run.objects.get(name="segments")
     assert stored.series.get(key="x").count == 300
+
+
+def test_a_torn_last_line_is_cut_before_the_next_append(tmp_path):
+    spool = Spool.create(tmp_path, "torn", {"name": "torn"}, server_id=None)
+    spool.append("metrics", [{"step": 0, "values": {"x": 1.0}}])
+    segment = spool.path / "ops-000001.jsonl"
+    with open(segment, "ab") as fh:
+        fh.write(b'{"seq":2,"kind":"metrics","body":[{"st')  # a crash mid-write
+    again = Spool(spool.path)  # the next process
+    again.append("metrics", [{"step": 1, "values": {"x": 2.0}}])
+    ops = list(again.iter_ops(after=0))
+    assert [op["seq"] for op in ops] == [1, 2] and ops[1]["body"][0]["step"] == 1
