@@ -104,3 +104,21 @@ def test_a_torn_last_line_is_cut_before_the_next_append(tmp_path):
     again.append("metrics", [{"step": 1, "values": {"x": 2.0}}])
     ops = list(again.iter_ops(after=0))
     assert [op["seq"] for op in ops] == [1, 2] and ops[1]["body"][0]["step"] == 1
+
+
+def test_finish_progress_line_shows_what_is_left(tmp_path, capsys):
+    from deeprepo_client.finish import PROGRESS_AFTER, Progress
+
+    spool = Spool.create(tmp_path, "slow", {"name": "slow"}, server_id=None)
+    for step in range(100):
+        spool.append("metrics", [{"step": step, "values": {"x": 1.0}}])
+    progress = Progress(spool)
+    progress.show(PROGRESS_AFTER / 2)
+    assert capsys.readouterr().err == ""  # quick finishes print nothing
+    for op in spool.read(Cursor(1, 0)):
+        if op.seq == 50:
+            spool.ack(op.seq, op.end)
+    progress.total = spool.pending_bytes() * 2  # as if measured when finish() began
+    progress.show(PROGRESS_AFTER + 1)
+    line = capsys.readouterr().err
+    assert line.startswith("deeprepo: sending |##########----------|") and "50 batch(es) left" in line
