@@ -122,3 +122,23 @@ def test_finish_progress_line_shows_what_is_left(tmp_path, capsys):
     progress.show(PROGRESS_AFTER + 1)
     line = capsys.readouterr().err
     assert line.startswith("deeprepo: sending |##########----------|") and "50 batch(es) left" in line
+
+
+def test_an_older_clients_spool_is_sent_from_its_acked_seq(live_server, team, tmp_path):
+    import json
+
+    path = tmp_path / "old"
+    path.mkdir()
+    (path / "run.json").write_text(json.dumps({"local_id": "old", "create": {"name": "old-spool"},
+                                               "server_id": None}))
+    with open(path / "ops.jsonl", "w") as fh:  # the old layout: one file, json.dumps spacing, seq in acked
+        for seq in (1, 2, 3):
+            fh.write(json.dumps({"seq": seq, "kind": "metrics", "body": [{"step": seq, "values": {"x": 1.0}}]}) + "\n")
+    (path / "acked").write_text("1")
+    spool = Spool(path)
+    transport = Transport(live_server.url, team.key)
+    assert drain(spool, transport).sent == 2  # op 1 was acknowledged by the old client
+    assert spool.pending() == 0 and spool.acked_cursor() == Cursor(0, (path / "ops.jsonl").stat().st_size)
+    assert drain(spool, transport).sent == 0
+    stored = Run.objects.get(name="old-spool")
+    assert sorted(stored.series.get(key="x").metric_set.values_list("step", flat=True)) == [2, 3]
