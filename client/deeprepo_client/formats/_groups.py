@@ -1,0 +1,110 @@
+"""GRPO groups rebuilt for frameworks that write no group id, and what a step's rollouts say.
+
+A group is the rollouts of one prompt at one step. Frameworks name it differently (verl `uid`,
+ART `group_index`, AReaL `task_id`, rLLM `task_id:idx`) or not at all (verl's legacy trainer,
+SkyRL, NeMo-RL): then rollouts with the identical prompt within a step are one group.
+
+The server groups by (run, step, example_key), so the group becomes the example key: the prompt's
+hash, which keeps one Example per prompt across steps; when the framework's own ids split one
+prompt into several groups (the same question drawn twice in a batch) the id is appended.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..records import MetricPoint, RolloutRecord
+from ._values import short_hash
+
+_TOL = 1e-9
+
+
+def prompt_key(prompt: Any) -> str:
+    """A short stable key for a prompt (text, or a list of messages)."""
+    return short_hash(prompt if isinstance(prompt, str) else repr(prompt))
+
+
+def grpo_advantages(rewards: list[float | None]) -> list[float | None]:
+    """reward - group mean, over the group's std (population), 0 for a group without variance.
+
+    The same rule as the groups tab (analysis/grpo.py), so a framework's own advantage (verl uses
+    the sample std plus an epsilon; Dr. GRPO does not divide) can be told apart from it.
+    """
+    known = [r for r in rewards if r is not None]
+    if not known:
+        return [None] * len(rewards)
+    mean = sum(known) / len(known)
+    if max(known) - min(known) <= _TOL:
+        return [None if r is None else 0.0 for r in rewards]
+    sd = math.sqrt(sum((r - mean) ** 2 for r in known) / len(known))
+    return [None if r is None else (r - mean) / sd for r in rewards]
+
+
+def assign_groups(rows: list[RolloutRecord], group_id: Callable[[int], str | None]) -> None:
+    """Set example_key, sample_index and the recomputed advantage on one step's rollouts, in place.
+
+    Each row's `prompt` must be set. group_id(i) is the framework's group id of row i, or None.
+    The framework's own advantage stays in `advantage`; ours goes to metrics['advantage_grpo'] and
+    fills `advantage` only where the framework wrote none.
+    """
+    ids = [group_id(i) for i in range(len(rows))]
+    keys = [prompt_key(r.get("prompt")) for r in rows]
+    # Framework ids that split one prompt into several groups keep the groups apart.
+    prompts_of: dict[str, set[str]] = {}
+    for key, gid in zip(keys, ids, strict=True):
+        if gid is not None:
+            prompts_of.setdefault(key, set()).add(gid)
+    members: dict[str, list[int]] = {}
+    for i, (key, gid) in enumerate(zip(keys, ids, strict=True)):
+        if gid is not None and len(prompts_of.get(key, ())) > 1:
+            key = f"{key}#{gid}"
+        rows[i]["example_key"] = key
+        members.setdefault(key, []).append(i)
+    for idx in members.values():
+        advs = grpo_advantages([rows[i].get("reward") for i in idx])
+        for pos, (i, adv) in enumerate(zip(idx, advs, strict=True)):
+            row = rows[i]
+            if row.get("sample_index") is None:
+                row["sample_index"] = pos
+            metrics = row.setdefault("metrics", {})
+            metrics["advantage_grpo"] = adv
+            if row.get("advantage") is None:
+                row["advantage"] = adv
+            else:
+                metrics["advantage_framework"] = row["advantage"]
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    vals = list(values)
+    return sum(vals) / len(vals) if vals else None
+
+
+def step_point(step: int, rows: list[RolloutRecord], prefix: str = "") -> MetricPoint | None:
+    """Reward curves from the rollouts of one step, for runs whose framework logged no metrics."""
+    rewards = [r["reward"] for r in rows if r.get("reward") is not None]
+    if not rewards:
+        return None
+    mean = sum(rewards) / len(rewards)
+    values: dict[str, float | None] = {
+        f"{prefix}reward/mean": mean,
+        f"{prefix}reward/std": math.sqrt(sum((x - mean) ** 2 for x in rewards) / len(rewards)),
+        f"{prefix}reward/min": min(rewards),
+        f"{prefix}reward/max": max(rewards),
+        f"{prefix}rollouts": float(len(rows)),
+    }
+    comps: dict[str, list[float]] = {}
+    for r in rows:
+        for name, v in (r.get("reward_components") or {}).items():
+            comps.setdefault(name, []).append(v)
+    for name, vals in comps.items():
+        values[f"{prefix}components/{name}/mean"] = _mean(vals)
+    groups: dict[str, list[float]] = {}
+    for r in rows:
+        if r.get("reward") is not None:
+            groups.setdefault(str(r.get("example_key")), []).append(float(r["reward"]))
+    sized = [g for g in groups.values() if len(g) > 1]
+    if sized:
+        values[f"{prefix}groups/zero_std_frac"] = sum(1 for g in sized if max(g) - min(g) <= _TOL) / len(sized)
+    return {"step": step, "values": values}

@@ -1,0 +1,54 @@
+"""Reading one step's dump file whole (its groups need every row), and leaving a file being written.
+
+Frameworks write a step's file in one go at the end of the step (verl, NeMo-RL, SkyRL) or append a
+task's lines (AReaL). A group's advantage needs all of its rows, so in watch mode (partial_ok) a
+file that does not end in a newline, or changed in the last moments, is left for the next pass
+rather than read half; an import reads what is there and says where it was cut.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from ..records import Problem
+from ._json import iter_jsonl
+
+SETTLE_SECONDS = 2.0  # a file younger than this may still be growing
+
+
+def still_written(path: Path) -> bool:
+    """True when the file looks unfinished: no final newline, or modified within SETTLE_SECONDS."""
+    try:
+        st = path.stat()
+        if st.st_size == 0 or time.time() - st.st_mtime < SETTLE_SECONDS:
+            return True
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+    except OSError:
+        return True
+
+
+def read_rows(path: Path, *, partial_ok: bool, display: str | None = None) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
+    """(line number, object) for every object line of `path`, and the Problems of the others.
+
+    Returns nothing when partial_ok and the file is still being written (read it next pass).
+    """
+    if partial_ok and still_written(path):
+        return [], []
+    rows: list[tuple[int, dict[str, Any]]] = []
+    problems: list[Problem] = []
+    name = display or str(path)
+    for item in iter_jsonl(path, partial_ok=False, display=name):
+        if isinstance(item, Problem):
+            problems.append(item)
+            continue
+        lineno, obj = item
+        if isinstance(obj, dict):
+            rows.append((lineno, obj))
+        else:
+            problems.append(Problem(name, lineno, f"expected a JSON object, found {type(obj).__name__}"))
+    return rows, problems

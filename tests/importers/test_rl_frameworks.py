@@ -1,0 +1,76 @@
+"""RL framework output folders through `manage.py import`: right counts, linked eval runs, re-import adds nothing."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from deeprepo_web.runs.models import MetricSeries, Rollout, Run
+
+from .conftest import counts
+
+
+def _import(path, slug: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("import", str(path), "--project", slug, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_verl_output_folder(samples, team):
+    out, err = _import(samples / "verl" / "generated-by-verl-0.9.1", team.project.slug)
+    assert not err, err
+    train = Run.objects.get(project=team.project, kind="train", source="verl")
+    assert train.name == "qwen2.5_0.5b_gsm8k_grpo"
+    assert counts(train)["rollouts"] == 36
+    # groups: 3 prompts x 4 samples per step, one Example per prompt
+    assert Rollout.objects.filter(run=train).values("example_id").distinct().count() == 3
+    assert Rollout.objects.filter(run=train, step=2).values("example_id", "step").distinct().count() == 3
+    assert MetricSeries.objects.get(run=train, key="critic/score/mean").count == 3
+    evals = Run.objects.filter(project=team.project, kind="eval", source="verl").order_by("checkpoint_step")
+    assert [(e.checkpoint_step, e.parent_id, counts(e)["rollouts"]) for e in evals] == [(0, train.pk, 3), (3, train.pk, 3)]
+    assert evals[0].summary["reward/mean"] == pytest.approx(2 / 3)
+    assert out.count("created run") == 3
+
+    again, err = _import(samples / "verl" / "generated-by-verl-0.9.1", team.project.slug)
+    assert "created" not in again and again.count("updated run") == 3
+    assert "36 already there" in again and "0 rollouts, 0 points" in again
+    assert Rollout.objects.filter(run__project=team.project).count() == 42
+    assert Run.objects.filter(project=team.project).count() == 3
+
+
+def test_verl_dumps_without_tracker_get_reward_curves(samples, team):
+    _import(samples / "verl" / "generated-by-verl-0.9.1" / "rollout_data", team.project.slug)
+    run = Run.objects.get(project=team.project, source="verl")
+    series = MetricSeries.objects.get(run=run, key="reward/mean")
+    assert series.count == 3 and series.metric_set.get(step=2).value == pytest.approx(5 / 12)
+
+
+def test_a_file_matching_no_format_is_refused_with_what_was_expected(tmp_path, team):
+    f = tmp_path / "1.jsonl"  # a {step, ...} line with text in it: neither a verl dump nor prime-rl metrics
+    f.write_text(json.dumps({"step": 1, "question": "2+2?", "answer": "4"}) + "\n")
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="nothing was imported"):
+        call_command("import", str(f), "--project", team.project.slug, stdout=io.StringIO(), stderr=err)
+    assert "unknown format: a JSON object with keys ['answer', 'question', 'step']" in err.getvalue()
+    assert "expected one of:" in err.getvalue() and "verl {step}.jsonl dumps" in err.getvalue()
+    assert not Run.objects.filter(project=team.project).exists()
+
+
+def test_a_pickle_is_refused_and_never_loaded(tmp_path, team):
+    import pickle
+
+    class Boom:
+        def __reduce__(self):  # loading this would run `exit 7`: the test fails loudly if it ever is
+            import os
+            return (os.system, ("exit 7",))
+
+    f = tmp_path / "dumped_data" / "global_step_1_training_input.pkl"
+    f.parent.mkdir()
+    f.write_bytes(pickle.dumps(Boom(), protocol=4))
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import", str(f), "--project", team.project.slug, stdout=io.StringIO(), stderr=err)
+    assert "Python pickle (protocol 4)" in err.getvalue() and "never unpickles" in err.getvalue()
