@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Detected, Event, MetricsEvent, Problem, RewardsEvent, RolloutsEvent, RunEvent
-from . import inspect as inspect_fmt
 from . import _frameworks, openhands, prime_hosted, prime_rl, swe_agent, swebench, trl, verifiers
+from . import inspect as inspect_fmt
 from ._json import LFS_PREFIX
 from ._patches import patch_touches_tests
 from ._zips import SafeZip, ZipLimits, ZipRejected, rmtree_quiet

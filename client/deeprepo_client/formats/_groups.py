@@ -83,7 +83,7 @@ def _mean(values: Iterable[float]) -> float | None:
 
 def step_point(step: int, rows: list[RolloutRecord], prefix: str = "") -> MetricPoint | None:
     """Reward curves from the rollouts of one step, for runs whose framework logged no metrics."""
-    rewards = [r["reward"] for r in rows if r.get("reward") is not None]
+    rewards = [float(x) for r in rows if (x := r.get("reward")) is not None]
     if not rewards:
         return None
     mean = sum(rewards) / len(rewards)
@@ -102,8 +102,8 @@ def step_point(step: int, rows: list[RolloutRecord], prefix: str = "") -> Metric
         values[f"{prefix}components/{name}/mean"] = _mean(vals)
     groups: dict[str, list[float]] = {}
     for r in rows:
-        if r.get("reward") is not None:
-            groups.setdefault(str(r.get("example_key")), []).append(float(r["reward"]))
+        if (x := r.get("reward")) is not None:
+            groups.setdefault(str(r.get("example_key")), []).append(float(x))
     sized = [g for g in groups.values() if len(g) > 1]
     if sized:
         values[f"{prefix}groups/zero_std_frac"] = sum(1 for g in sized if max(g) - min(g) <= _TOL) / len(sized)
