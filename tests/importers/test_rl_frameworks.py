@@ -74,3 +74,25 @@ def test_a_pickle_is_refused_and_never_loaded(tmp_path, team):
     with pytest.raises(CommandError):
         call_command("import", str(f), "--project", team.project.slug, stdout=io.StringIO(), stderr=err)
     assert "Python pickle (protocol 4)" in err.getvalue() and "never unpickles" in err.getvalue()
+
+
+@pytest.mark.parametrize(("folder", "source", "expected"), [
+    # (run kind, checkpoint step, rollouts, metric series) per run, train first
+    ("skyrl", "skyrl", [("train", None, 0, 9), ("eval", 5, 4, 0), ("eval", 10, 4, 0)]),
+    ("art", "art", [("train", None, 24, 23), ("eval", 1, 4, 0), ("eval", 2, 4, 0), ("eval", 3, 4, 0)]),
+    ("areal", "areal", [("train", None, 16, 6), ("eval", 2, 2, 0)]),
+    ("rllm-model-gateway", "rllm", [("eval", None, 2, 0)]),
+])
+def test_framework_folder_counts_and_reimport(samples, team, folder, source, expected):
+    out, err = _import(samples / folder, team.project.slug)
+    assert not err, err
+    runs = sorted(Run.objects.filter(project=team.project, source=source),
+                  key=lambda r: (r.kind != "train", r.checkpoint_step or 0))
+    got = [(r.kind, r.checkpoint_step, counts(r)["rollouts"], counts(r)["series"]) for r in runs]
+    assert got == expected
+    train = runs[0] if runs[0].kind == "train" else None
+    assert all(r.parent_id == (train.pk if train else None) for r in runs if r.kind == "eval")
+    before = Rollout.objects.filter(run__project=team.project).count()
+    again, _ = _import(samples / folder, team.project.slug)
+    assert "created" not in again and Rollout.objects.filter(run__project=team.project).count() == before
+    assert Run.objects.filter(project=team.project).count() == len(expected)

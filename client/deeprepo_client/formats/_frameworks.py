@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Detected, Event, Problem
-from . import verl
-from ._json import loads
+from . import areal, art, rllm_gateway, skyrl, verl
+from ._json import load_json, loads
+
+MAX_ARRAY_BYTES = 64 << 20
 
 _PICKLE_PROTOCOLS = range(2, 6)  # protocol 2+ starts with PROTO (0x80) and the protocol number
 
@@ -22,6 +24,14 @@ def line_format(k1: set[str]) -> str | None:
     """Format of a JSON line (or document) from its top-level keys, for the frameworks' files."""
     if verl.is_dump_line(k1) or verl.is_tracker_line(k1):
         return "verl"
+    if skyrl.is_sample_line(k1):
+        return "skyrl"
+    if areal.is_line(k1):
+        return "areal"
+    if art.is_history_line(k1):
+        return "art"
+    if rllm_gateway.is_trace(k1):
+        return "rllm_gateway"
     return None
 
 
@@ -35,8 +45,24 @@ def _is_torch_zip(path: Path) -> bool:
         return False
 
 
+def _array_format(path: Path) -> str | None:
+    """A JSON array of one framework's records (rLLM gateway's session traces)."""
+    if path.stat().st_size > MAX_ARRAY_BYTES:
+        return None
+    loaded, problem = load_json(path)
+    if problem or not isinstance(loaded, list) or not loaded or not isinstance(loaded[0], dict):
+        return None
+    return "rllm_gateway" if rllm_gateway.is_trace(set(loaded[0])) else None
+
+
 def binary_format(path: Path, head: bytes) -> Detected | None:
-    """Pickles (refused, never loaded) and torch.save archives (a zip around a pickle)."""
+    """Pickles (refused, never loaded), torch.save archives (a zip around a pickle), SQLite stores
+    and JSON arrays of the frameworks."""
+    if head.startswith(rllm_gateway.SQLITE_MAGIC):
+        return Detected("rllm_gateway", str(path)) if rllm_gateway.is_store(path) else None
+    if head.lstrip()[:1] == b"[":
+        fmt = _array_format(path)
+        return Detected(fmt, str(path)) if fmt else None
     if len(head) > 1 and head[0] == 0x80 and head[1] in _PICKLE_PROTOCOLS:
         return Detected("pickle", str(path), {"kind": f"a Python pickle (protocol {head[1]})"})
     if head.startswith(b"PK\x03\x04") and _is_torch_zip(path):
@@ -48,6 +74,14 @@ def dir_format(path: Path) -> Detected | None:
     """A folder in one framework's layout."""
     if verl.looks_like_output_dir(path):
         return Detected("verl", str(path))
+    if skyrl.looks_like_export(path):
+        return Detected("skyrl", str(path))
+    if art.looks_like_model_dir(path):
+        return Detected("art", str(path))
+    if areal.looks_like_trial(path):
+        return Detected("areal", str(path))
+    if rllm_gateway.looks_like_folder(path):
+        return Detected("rllm_gateway", str(path))
     return None
 
 
@@ -85,9 +119,14 @@ def scalar_row(obj: Any) -> bool:
 
 PARSERS: dict[str, Callable[..., Iterator[Event]]] = {
     "verl": verl.parse,
+    "skyrl": skyrl.parse,
+    "art": art.parse,
+    "areal": areal.parse,
+    "rllm_gateway": rllm_gateway.parse,
     "pickle": refuse_pickle,
 }
 
 EXPECTED = ("expected one of: verifiers results.jsonl + metadata.json, a Prime hosted export, TRL trainer_state.json, "
             "an Inspect .eval/.json log, SWE-agent .traj, OpenHands output.jsonl, SWE-bench reports, prime-rl "
-            "metrics.jsonl or traces.jsonl, verl {step}.jsonl dumps or its file-tracker .jsonl")
+            "metrics.jsonl or traces.jsonl, verl {step}.jsonl dumps or its file-tracker .jsonl, SkyRL dumped_evals, "
+            "an ART model folder, AReaL rollout dumps, rLLM gateway traces (SQLite or session JSON)")

@@ -45,27 +45,27 @@ def grpo_advantages(rewards: list[float | None]) -> list[float | None]:
 def assign_groups(rows: list[RolloutRecord], group_id: Callable[[int], str | None]) -> None:
     """Set example_key, sample_index and the recomputed advantage on one step's rollouts, in place.
 
-    Each row's `prompt` must be set. group_id(i) is the framework's group id of row i, or None.
+    Each row's `prompt` must be set. group_id(i) is the framework's group id of row i, or None (then
+    the row's group is its prompt). A group's key is its first member's prompt hash, with the
+    framework's id appended when two groups of the step share a prompt.
     The framework's own advantage stays in `advantage`; ours goes to metrics['advantage_grpo'] and
     fills `advantage` only where the framework wrote none.
     """
-    ids = [group_id(i) for i in range(len(rows))]
-    keys = [prompt_key(r.get("prompt")) for r in rows]
-    # Framework ids that split one prompt into several groups keep the groups apart.
-    prompts_of: dict[str, set[str]] = {}
-    for key, gid in zip(keys, ids, strict=True):
-        if gid is not None:
-            prompts_of.setdefault(key, set()).add(gid)
     members: dict[str, list[int]] = {}
-    for i, (key, gid) in enumerate(zip(keys, ids, strict=True)):
-        if gid is not None and len(prompts_of.get(key, ())) > 1:
-            key = f"{key}#{gid}"
-        rows[i]["example_key"] = key
-        members.setdefault(key, []).append(i)
-    for idx in members.values():
+    for i, row in enumerate(rows):
+        gid = group_id(i)
+        label = f"id:{gid}" if gid is not None else f"prompt:{prompt_key(row.get('prompt'))}"
+        members.setdefault(label, []).append(i)
+    bases = {label: prompt_key(rows[idx[0]].get("prompt")) for label, idx in members.items()}
+    shared = {b for b in bases.values() if list(bases.values()).count(b) > 1} if len(bases) > 1 else set()
+    for label, idx in members.items():
+        key = bases[label]
+        if key in shared and label.startswith("id:"):
+            key = f"{key}#{label[3:]}"
         advs = grpo_advantages([rows[i].get("reward") for i in idx])
         for pos, (i, adv) in enumerate(zip(idx, advs, strict=True)):
             row = rows[i]
+            row["example_key"] = key
             if row.get("sample_index") is None:
                 row["sample_index"] = pos
             metrics = row.setdefault("metrics", {})
