@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import time
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,40 @@ from ..records import Problem
 from ._json import iter_jsonl
 
 SETTLE_SECONDS = 2.0  # a file younger than this may still be growing
+
+
+@dataclass
+class Ledger:
+    """Step files `deeprepo watch` already sent whole: a pass skips them while they stay unchanged,
+    so following a run of a thousand steps costs the new step, not all of them again."""
+
+    done: dict[str, list[float]] = field(default_factory=dict)  # path -> [size, mtime] when sent
+    read: dict[str, list[float]] = field(default_factory=dict)  # read whole during this pass
+
+
+LEDGER: ContextVar[Ledger | None] = ContextVar("deeprepo_step_ledger", default=None)
+
+
+def _signature(path: Path) -> list[float] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return [float(st.st_size), st.st_mtime]
+
+
+def already_sent(path: Path) -> bool:
+    """True when the watcher sent this file whole and it has not changed since (never outside watch)."""
+    ledger = LEDGER.get()
+    return ledger is not None and ledger.done.get(str(path)) == _signature(path)
+
+
+def read_whole(path: Path) -> None:
+    """Note that this pass read the file whole (the watcher marks it sent once its rows are spooled)."""
+    ledger = LEDGER.get()
+    sig = _signature(path)
+    if ledger is not None and sig is not None:
+        ledger.read[str(path)] = sig
 
 
 def still_written(path: Path) -> bool:
@@ -37,7 +73,7 @@ def read_rows(path: Path, *, partial_ok: bool, display: str | None = None) -> tu
 
     Returns nothing when partial_ok and the file is still being written (read it next pass).
     """
-    if partial_ok and still_written(path):
+    if already_sent(path) or (partial_ok and still_written(path)):
         return [], []
     rows: list[tuple[int, dict[str, Any]]] = []
     problems: list[Problem] = []
@@ -51,4 +87,5 @@ def read_rows(path: Path, *, partial_ok: bool, display: str | None = None) -> tu
             rows.append((lineno, obj))
         else:
             problems.append(Problem(name, lineno, f"expected a JSON object, found {type(obj).__name__}"))
+    read_whole(path)
     return rows, problems

@@ -9,6 +9,7 @@ Older ART wrote trajectories as YAML / JSONL; no real file of those was availabl
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from ._batches import batch_points, batch_rollouts, numeric_values
 from ._chat import last_assistant_text, messages_to_turns
 from ._groups import assign_groups, step_point
 from ._json import iter_jsonl
+from ._stepfiles import SETTLE_SECONDS, already_sent, read_whole
 from ._values import maybe_json, num, parse_time, short_hash
 
 STEP_FILE = re.compile(r"^(\d+)\.parquet$")
@@ -83,7 +85,9 @@ def _rollout(row: dict[str, Any], uid: str, step: int) -> RolloutRecord:
     return r
 
 
-def _read_step(f: Path, model: str, split: str, step: int) -> tuple[list[RolloutRecord], list[Problem]]:
+def _read_step(f: Path, model: str, split: str, step: int, partial_ok: bool) -> tuple[list[RolloutRecord], list[Problem]]:
+    if already_sent(f) or (partial_ok and time.time() - f.stat().st_mtime < SETTLE_SECONDS):
+        return [], []  # watch: sent already, or ART may still be writing it
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -91,7 +95,10 @@ def _read_step(f: Path, model: str, split: str, step: int) -> tuple[list[Rollout
     try:
         rows = pq.read_table(f).to_pylist()
     except Exception as e:  # a file still being written or damaged: pyarrow says which
+        if partial_ok:
+            return [], []  # a parquet file being written has no footer yet: next pass
         return [], [Problem(str(f), None, f"unreadable parquet: {type(e).__name__}: {e}")]
+    read_whole(f)
     out = [_rollout(row, short_hash("art", model, split, step, i, n=32), step) for i, row in enumerate(rows)]
     groups = [row.get("group_index") for row in rows]
     assign_groups(out, lambda i: None if groups[i] is None else str(groups[i]))
@@ -113,7 +120,7 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     for d in sorted(splits, key=lambda d: d.name != "train"):
         files = sorted((int(m.group(1)), f) for f in d.iterdir() if (m := STEP_FILE.match(f.name)))
         for step, f in files:
-            rollouts, problems = _read_step(f, run["external_id"], d.name, step)
+            rollouts, problems = _read_step(f, run["external_id"], d.name, step, partial_ok)
             yield from problems
             if not rollouts:
                 continue
