@@ -24,48 +24,49 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import scratch_database  # noqa: E402
 
-_parser = argparse.ArgumentParser()
-_parser.add_argument("mb", nargs="?", type=float, default=100.0, help="verifiers file size in MB (default 100)")
-_parser.add_argument("--format", choices=("verifiers", "verl"), default="verifiers")
-ARGS = _parser.parse_args()
-FORMAT = ARGS.format
-TARGET_BYTES = int(ARGS.mb * 1e6)
 TARGET_RATE = 2000
 VERL_STEPS, VERL_PER_STEP, VERL_GROUP = 8, 1000, 8
 
 
-def write_verl(folder: Path, rng: random.Random) -> tuple[int, int]:
-    """A verl rollout_data folder: {step}.jsonl files as RayPPOTrainer._dump_generations writes them."""
+def write_verl_step(folder: Path, step: int, rng: random.Random) -> tuple[int, int]:
+    """One {step}.jsonl as RayPPOTrainer._dump_generations writes it: (rows, bytes)."""
     words = ["the", "answer", "so", "we", "add", "multiply", "then", "step", "therefore", "clips", "total", "is"]
+    written = 0
+    with open(folder / f"{step}.jsonl", "w") as f:
+        for i in range(VERL_PER_STEP):
+            q = (step * VERL_PER_STEP + i) // VERL_GROUP
+            answer = rng.randint(0, 99)
+            text = " ".join(rng.choice(words) for _ in range(700))
+            line = json.dumps({
+                "input": f"system\nYou are a helpful assistant.\nuser\nQuestion {q}: compute it and answer "
+                         f"after ####.\nassistant\n",
+                "output": f"{text}\n#### {answer}", "gts": str(q % 100), "score": float(answer == q % 100),
+                "step": step, "acc": answer == q % 100, "pred": str(answer),
+                "request_id": f"{step:04d}-{i:06d}-{rng.getrandbits(32):08x}",
+            }, ensure_ascii=False) + "\n"
+            f.write(line)
+            written += len(line)
+        f.flush()
+        os.fsync(f.fileno())
+    return VERL_PER_STEP, written
+
+
+def write_verl(folder: Path, rng: random.Random) -> tuple[int, int]:
+    """A verl rollout_data folder of VERL_STEPS step files."""
     rows = written = 0
     for step in range(1, VERL_STEPS + 1):
-        with open(folder / f"{step}.jsonl", "w") as f:
-            for i in range(VERL_PER_STEP):
-                q = (step * VERL_PER_STEP + i) // VERL_GROUP
-                answer = rng.randint(0, 99)
-                text = " ".join(rng.choice(words) for _ in range(700))
-                line = json.dumps({
-                    "input": f"system\nYou are a helpful assistant.\nuser\nQuestion {q}: compute it and answer "
-                             f"after ####.\nassistant\n",
-                    "output": f"{text}\n#### {answer}", "gts": str(q % 100), "score": float(answer == q % 100),
-                    "step": step, "acc": answer == q % 100, "pred": str(answer),
-                    "request_id": f"{step:04d}-{i:06d}-{rng.getrandbits(32):08x}",
-                }, ensure_ascii=False) + "\n"
-                f.write(line)
-                written += len(line)
-                rows += 1
-            f.flush()
-            os.fsync(f.fileno())
+        n, b = write_verl_step(folder, step, rng)
+        rows, written = rows + n, written + b
     return rows, written
 
 
-def write_verifiers(folder: Path, rng: random.Random) -> tuple[int, int]:
+def write_verifiers(folder: Path, rng: random.Random, target_bytes: int) -> tuple[int, int]:
     from bench.parse_formats import make_row  # it reads sys.argv when imported: only for this format
 
     path = folder / "results.jsonl"
     written = rows = 0
     with open(path, "w") as f:
-        while written < TARGET_BYTES:
+        while written < target_bytes:
             line = make_row(rows, rng) + "\n"
             f.write(line)
             written += len(line)
@@ -79,7 +80,12 @@ def write_verifiers(folder: Path, rng: random.Random) -> tuple[int, int]:
 
 
 def main() -> None:
-    url = scratch_database("bench_imports" if FORMAT == "verifiers" else f"bench_imports_{FORMAT}")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mb", nargs="?", type=float, default=100.0, help="verifiers file size in MB (default 100)")
+    parser.add_argument("--format", choices=("verifiers", "verl"), default="verifiers")
+    args = parser.parse_args()
+    fmt = args.format
+    url = scratch_database("bench_imports" if fmt == "verifiers" else f"bench_imports_{fmt}")
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
     import django
@@ -94,9 +100,12 @@ def main() -> None:
     project = Project.objects.create(slug="bench", name="Bench")
     rng = random.Random(0)
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / ("rollout_data" if FORMAT == "verl" else "bench--m")
+        folder = Path(tmp) / ("rollout_data" if fmt == "verl" else "bench--m")
         folder.mkdir()
-        rows, written = (write_verl if FORMAT == "verl" else write_verifiers)(folder, rng)
+        if fmt == "verl":
+            rows, written = write_verl(folder, rng)
+        else:
+            rows, written = write_verifiers(folder, rng, int(args.mb * 1e6))
         t0 = time.perf_counter()
         report = import_path(project=project, path=folder)
         dt = time.perf_counter() - t0
@@ -113,7 +122,7 @@ def main() -> None:
     rate = rows / dt
     print(f"imported {rows} rollouts ({written / 1e6:.1f} MB, {turns} turns, {calls} tool calls) in {dt:.1f} s; "
           f"re-import {dt_again:.1f} s stored nothing", file=sys.stderr)
-    print(json.dumps({"format": FORMAT, "import_rollouts_per_s": round(rate), "target": TARGET_RATE, "ok": rate >= TARGET_RATE,
+    print(json.dumps({"format": fmt, "import_rollouts_per_s": round(rate), "target": TARGET_RATE, "ok": rate >= TARGET_RATE,
                       "rollouts": rows, "turns": turns, "tool_calls": calls, "mb": round(written / 1e6, 1),
                       "seconds": round(dt, 2), "mb_per_s": round(written / 1e6 / dt, 1),
                       "reimport_seconds": round(dt_again, 2)}))

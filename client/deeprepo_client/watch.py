@@ -63,11 +63,12 @@ class PassResult:
 class Watcher:
     def __init__(self, directory: str | Path, transport: Transport, *, project: str | None = None,
                  state_dir: str | Path | None = None, fmt: str | None = None,
-                 out: Callable[[str], None] | None = None) -> None:
+                 out: Callable[[str], None] | None = None, into_run: str | None = None) -> None:
         self.dir = Path(directory).resolve()
         self.transport = transport
         self.project = project
         self.fmt = fmt
+        self.into_run = into_run  # an existing run (a job's) that the folder's train run fills
         self.state_dir = Path(state_dir) if state_dir else self.dir / STATE_DIRNAME
         self.spool_root = self.state_dir / "spool"
         self.out = out or (lambda line: print(line, flush=True))
@@ -139,9 +140,16 @@ class Watcher:
             self.state_dir.mkdir(parents=True, exist_ok=True)
             st = RunState(local_id=local_id, name=str(create["name"]))
             self.runs[ref] = st
-            self.spools[ref] = Spool.create(self.spool_root, local_id, create, server_id=None)
+            self.spools[ref] = Spool.create(self.spool_root, local_id, create, server_id=self._into(record))
             self._save()
         return st, self.spools[ref]
+
+    def _into(self, record: dict[str, Any]) -> str | None:
+        """--into-run: the first train run of the folder goes into that run instead of a new one."""
+        if not self.into_run or record.get("kind", "train") != "train":
+            return None
+        taken = any(sp.read_meta().get("server_id") == self.into_run for sp in self.spools.values())
+        return None if taken else self.into_run
 
     def _server_id(self, ref: str) -> str | None:
         """The server's id of a run, creating it now if needed: an eval run links to its train run
@@ -237,9 +245,10 @@ class Watcher:
 
 
 def watch(directory: str | Path, transport: Transport, *, project: str | None = None, interval: float = 5.0,
-          once: bool = False, state_dir: str | Path | None = None, fmt: str | None = None) -> int:
+          once: bool = False, state_dir: str | Path | None = None, fmt: str | None = None,
+          into_run: str | None = None) -> int:
     """Poll until interrupted (or one pass with once=True). Returns a process exit code."""
-    watcher = Watcher(directory, transport, project=project, state_dir=state_dir, fmt=fmt)
+    watcher = Watcher(directory, transport, project=project, state_dir=state_dir, fmt=fmt, into_run=into_run)
     away_reported = False
     while True:
         result = watcher.pass_once()

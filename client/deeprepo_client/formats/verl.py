@@ -81,10 +81,14 @@ def _trackers(root: Path) -> list[Path]:
 
 
 def looks_like_output_dir(path: Path) -> bool:
-    """A dump folder, or a folder whose direct subfolders hold dumps."""
+    """A dump folder, a folder whose direct subfolders hold dumps, or one holding a tracker file
+    (a job's output folder before its first dump: VERL_FILE_LOGGER_PATH=<it>/<experiment>.jsonl)."""
     if step_files(path):
         return True
-    return any(c.is_dir() and not c.name.startswith(".") and step_files(c) for c in path.iterdir())
+    children = [c for c in path.iterdir() if not c.name.startswith(".")]
+    if any(c.is_dir() and step_files(c) for c in children):
+        return True
+    return any(c.suffix == ".jsonl" and c.is_file() and is_tracker_line(_first_keys(c)) for c in children)
 
 
 def _rollout(row: dict[str, Any], uid: str, step: int | None) -> RolloutRecord:
