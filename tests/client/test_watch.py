@@ -199,3 +199,21 @@ def test_verl_output_folder_step_files_as_they_come(live_server, team, tmp_path,
     val3 = Run.objects.get(project=team.project, source="verl", kind="eval", checkpoint_step=3)
     assert val3.parent_id == train.pk and Rollout.objects.filter(run=val3).count() == 3
     assert Run.objects.filter(project=team.project).count() == 3
+
+
+def test_into_run_fills_a_jobs_run(live_server, team, tmp_path, samples):
+    """A job's command runs `deeprepo watch OUT --into-run $DEEPREPO_RUN_ID`: the folder's train run is
+    the job's run, and validation runs link to it."""
+    from deeprepo_web.runs.services import run_create
+
+    job_run, _ = run_create(project=team.project, name="verl job", source="job", external_id="job-1", kind="train")
+    out = tmp_path / "job-out"
+    shutil.copytree(samples / "verl" / "generated-by-verl-0.9.1", out)
+    for f in out.rglob("*.jsonl"):
+        _aged(f)
+    assert _watch(live_server.url, team.key, out, "--into-run", job_run.public_id) == 0
+    assert Rollout.objects.filter(run=job_run).count() == 36
+    assert MetricSeries.objects.get(run=job_run, key="critic/score/mean").count == 3
+    evals = Run.objects.filter(project=team.project, kind="eval")
+    assert sorted(e.checkpoint_step for e in evals) == [0, 3] and {e.parent_id for e in evals} == {job_run.pk}
+    assert Run.objects.filter(project=team.project).count() == 3
