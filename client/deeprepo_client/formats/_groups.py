@@ -12,6 +12,7 @@ prompt into several groups (the same question drawn twice in a batch) the id is 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -21,9 +22,34 @@ from ._values import short_hash
 _TOL = 1e-9
 
 
+_USER_TURN = re.compile(r"(?:<\|im_start\|>|^|\n)user\n", re.S)
+_SPECIAL = re.compile(r"<\|[^|>]{1,40}\|>")
+LABEL_CHARS = 48
+
+
+def _question(prompt: Any) -> str:
+    """The last user message of a prompt: a message list, or chat text (bare role words as verl
+    decodes them, or ChatML tokens as SkyRL and AReaL keep them)."""
+    if isinstance(prompt, list):
+        users = [m.get("content") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+        text = users[-1] if users and isinstance(users[-1], str) else ""
+    elif isinstance(prompt, str):
+        starts = [m.end() for m in _USER_TURN.finditer(prompt)]
+        text = prompt[starts[-1]:] if starts else prompt
+        text = re.split(r"\nassistant\n|<\|im_end\|>", text)[0]
+    else:
+        text = ""
+    return " ".join(_SPECIAL.sub(" ", text).split())
+
+
 def prompt_key(prompt: Any) -> str:
-    """A short stable key for a prompt (text, or a list of messages)."""
-    return short_hash(prompt if isinstance(prompt, str) else repr(prompt))
+    """A stable key for a prompt that a person can read on the groups page: the start of its
+    question and a hash of the whole prompt (the hash alone decides identity)."""
+    digest = short_hash(prompt if isinstance(prompt, str) else repr(prompt))
+    label = _question(prompt)
+    if len(label) > LABEL_CHARS:
+        label = label[:LABEL_CHARS - 1].rstrip() + "…"
+    return f"{label} #{digest}" if label else digest
 
 
 def grpo_advantages(rewards: list[float | None]) -> list[float | None]:
@@ -82,7 +108,8 @@ def _mean(values: Iterable[float]) -> float | None:
 
 
 def step_point(step: int, rows: list[RolloutRecord], prefix: str = "") -> MetricPoint | None:
-    """Reward curves from the rollouts of one step, for runs whose framework logged no metrics."""
+    """Reward curves from the rollouts of one step, for runs whose framework logged no metrics (the
+    run page's GRPO health already draws the reward quantiles from the rollouts themselves)."""
     rewards = [float(x) for r in rows if (x := r.get("reward")) is not None]
     if not rewards:
         return None
@@ -90,9 +117,6 @@ def step_point(step: int, rows: list[RolloutRecord], prefix: str = "") -> Metric
     values: dict[str, float | None] = {
         f"{prefix}reward/mean": mean,
         f"{prefix}reward/std": math.sqrt(sum((x - mean) ** 2 for x in rewards) / len(rewards)),
-        f"{prefix}reward/min": min(rewards),
-        f"{prefix}reward/max": max(rewards),
-        f"{prefix}rollouts": float(len(rows)),
     }
     comps: dict[str, list[float]] = {}
     for r in rows:
@@ -108,3 +132,9 @@ def step_point(step: int, rows: list[RolloutRecord], prefix: str = "") -> Metric
     if sized:
         values[f"{prefix}groups/zero_std_frac"] = sum(1 for g in sized if max(g) - min(g) <= _TOL) / len(sized)
     return {"step": step, "values": values}
+
+
+def eval_summary(step: int, rows: list[RolloutRecord]) -> dict[str, float | None]:
+    """An eval run's summary: its reward figures and how many rollouts it holds."""
+    point = step_point(step, rows)
+    return {**(point["values"] if point else {}), "rollouts": float(len(rows))}

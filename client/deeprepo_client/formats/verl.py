@@ -20,7 +20,7 @@ from typing import Any
 
 from ..records import Event, MetricPoint, MetricsEvent, Problem, RolloutRecord, RunEvent, RunRecord
 from ._batches import batch_points, batch_rollouts
-from ._groups import assign_groups, step_point
+from ._groups import assign_groups, eval_summary, step_point
 from ._json import iter_jsonl, loads
 from ._stepfiles import read_rows
 from ._values import num, short_hash
@@ -200,10 +200,9 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
 def _eval_run(name: str, root: Path, folder: Path, step: int, rollouts: list[RolloutRecord],
               parent: str | None) -> Iterator[Event]:
     ref = f"val/{folder.name}/{step}"
-    point = step_point(step, rollouts)
     run: RunRecord = {"name": f"{name} · {folder.name} step {step}", "kind": "eval", "source": "verl",
                       "status": "finished", "external_id": f"{root.name}:{folder.name}:{step}",
-                      "checkpoint_step": step, "summary": dict(point["values"]) if point else {}}
+                      "checkpoint_step": step, "summary": eval_summary(step, rollouts)}
     if parent:
         run["parent_ref"] = parent
     yield RunEvent(ref, run)

@@ -1,0 +1,43 @@
+"""A verl run imported from its dumps alone, in Chromium: reward curves computed from the dumps on the
+run page, the rebuilt GRPO groups on the groups tab, the validation runs linked from the run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from deeprepo_web.importers.pipeline import import_path
+from deeprepo_web.runs.models import Run
+from tests.browser.test_trajectory_pages import wait_js
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_verl_run_page_and_groups(browser_page: Any, live_server: Any, team: Any, samples: Any, tmp_path: Any,
+                                  screenshot_dir: str) -> None:
+    import shutil
+
+    out = tmp_path / "qwen-grpo"
+    shutil.copytree(samples / "verl" / "generated-by-verl-0.9.1" / "rollout_data", out / "rollout_data")
+    shutil.copytree(samples / "verl" / "generated-by-verl-0.9.1" / "validation_data", out / "validation_data")
+    report = import_path(project=team.project, path=out)
+    assert not report.problems
+    run = Run.objects.get(project=team.project, kind="train")
+    page = browser_page(team.viewer)
+    base = f"{live_server.url}/p/{team.project.slug}/runs/{run.public_id}"
+    page.goto(f"{base}/")
+    assert "reward/mean" in page.content()  # the computed curve is one of the run's series
+    page.wait_for_selector(".uplot")
+    page.screenshot(path=f"{screenshot_dir}/verl_run.png", full_page=True)
+
+    page.goto(f"{base}/groups/")
+    page.select_option("select[name=step]", "2")
+    page.wait_for_url("**step=2**")
+    wait_js(page, "document.querySelector('.tj-summary').textContent.includes('Step 2')")
+    assert page.locator(".tj-group").count() == 3  # 3 prompts, 4 samples each, rebuilt by prompt
+    assert page.locator(".tj-group", has_text="n=4").count() == 3
+    # a rebuilt group is named by the start of its question, not a bare hash
+    assert page.locator(".tj-group", has_text="Natalia sold clips").count() == 1
+    page.screenshot(path=f"{screenshot_dir}/verl_groups.png", full_page=True)
+    assert not page.watched.errors, page.watched.errors
