@@ -217,3 +217,22 @@ def test_into_run_fills_a_jobs_run(live_server, team, tmp_path, samples):
     evals = Run.objects.filter(project=team.project, kind="eval")
     assert sorted(e.checkpoint_step for e in evals) == [0, 3] and {e.parent_id for e in evals} == {job_run.pk}
     assert Run.objects.filter(project=team.project).count() == 3
+
+
+@pytest.mark.parametrize(("folder", "source", "rollouts", "runs"), [
+    ("skyrl", "skyrl", 8, 3), ("art", "art", 36, 4), ("areal", "areal", 18, 2), ("rllm-model-gateway", "rllm", 2, 1),
+])
+def test_framework_folders_watched_once_then_nothing_new(live_server, team, tmp_path, samples, capsys,
+                                                         folder, source, rollouts, runs):
+    out = tmp_path / folder
+    shutil.copytree(samples / folder, out)
+    for f in out.rglob("*"):
+        if f.is_file():
+            _aged(f)
+    assert _watch(live_server.url, team.key, out) == 0
+    assert Rollout.objects.filter(run__source=source).count() == rollouts
+    assert Run.objects.filter(project=team.project, source=source).count() == runs
+    capsys.readouterr()
+    assert _watch(live_server.url, team.key, out) == 0
+    assert "+0 rollouts, +0 points" in capsys.readouterr().out
+    assert Rollout.objects.filter(run__source=source).count() == rollouts

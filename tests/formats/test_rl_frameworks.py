@@ -91,3 +91,14 @@ def test_rllm_gateway_store_and_session_json_are_the_same_episodes(samples):
     assert r["final_answer"] == "It is 18°C and cloudy in Zürich right now."
     assert r.get("reward") is None and r["advantage"] is None  # the gateway records no reward
     assert both.run["model"] == "policy-qwen2.5-0.5b"
+
+
+def test_rllm_gateway_session_still_running_waits_in_watch_mode(samples, tmp_path):
+    import json
+    import time
+
+    traces = json.loads((samples / "rllm-model-gateway" / "session_episode-0_traces.json").read_text())
+    traces[-1]["timestamp"] = time.time()  # its last call just now: the agent may call again
+    (tmp_path / "session_episode-0_traces.json").write_text(json.dumps(traces))
+    assert run_parse(tmp_path, partial_ok=True).rollouts == []
+    assert len(run_parse(tmp_path).rollouts) == 1  # an import takes what is there

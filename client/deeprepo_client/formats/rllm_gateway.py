@@ -11,6 +11,7 @@ counted, not stored; logprobs are not kept.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,9 @@ from ._groups import assign_groups
 from ._json import load_json, loads
 from ._values import num, short_hash, tokens
 
+# The gateway marks no session's end: while watching, a session with no call for this long is done
+# (a rollout is sent once, so sending one mid-episode would freeze it there).
+SESSION_SETTLE_SECONDS = 60.0
 TRACE_KEYS = frozenset({"trace_id", "session_id", "response_message"})
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -138,6 +142,10 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     models = sorted({str(t["model"]) for t in by_id.values() if t.get("model")})
     yield RunEvent("gateway", {"name": folder.name, "kind": "eval", "source": "rllm", "status": "finished",
                                "external_id": f"{folder.name}:gateway", "model": models[0] if len(models) == 1 else ""})
+    if partial_ok:
+        now = time.time()
+        sessions = {s: ts for s, ts in sessions.items()
+                    if now - max(num(t.get("timestamp")) or 0.0 for t in ts) >= SESSION_SETTLE_SECONDS}
     rollouts = [_episode(s, ts) for s, ts in sorted(sessions.items())]
     assign_groups(rollouts, lambda i: None)
     for r in rollouts:  # no reward: nothing to compare within a group
