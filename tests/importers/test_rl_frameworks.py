@@ -96,3 +96,21 @@ def test_framework_folder_counts_and_reimport(samples, team, folder, source, exp
     again, _ = _import(samples / folder, team.project.slug)
     assert "created" not in again and Rollout.objects.filter(run__project=team.project).count() == before
     assert Run.objects.filter(project=team.project).count() == len(expected)
+
+
+def test_a_zipped_framework_folder_imports_like_the_folder(samples, team, tmp_path, do_import):
+    """The upload page's path: a zip of an ART model folder with a pickle beside it."""
+    import zipfile
+
+    src = samples / "art" / "art-email-demo"
+    z = tmp_path / "art.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        for f in src.rglob("*"):
+            if f.is_file():
+                zf.write(f, f"art-email-demo/{f.relative_to(src)}")
+        zf.writestr("art-email-demo/dumped_data/batch.pkl", b"\x80\x04\x95\x00")
+    report = do_import(z)
+    assert {r.name: r.rollouts for r in report.runs}["email-agent-001"] == 24
+    assert sum(r.rollouts for r in report.runs) == 36
+    [problem] = report.problems
+    assert problem["file"].endswith("batch.pkl") and "never unpickles" in problem["message"]
