@@ -41,3 +41,17 @@ def test_verl_run_page_and_groups(browser_page: Any, live_server: Any, team: Any
     assert page.locator(".tj-group", has_text="Natalia sold clips").count() == 1
     page.screenshot(path=f"{screenshot_dir}/verl_groups.png", full_page=True)
     assert not page.watched.errors, page.watched.errors
+
+
+def test_framework_templates_on_the_launch_page(browser_page: Any, live_server: Any, team: Any,
+                                                screenshot_dir: str) -> None:
+    page = browser_page(team.editor)
+    page.goto(f"{live_server.url}/p/{team.project.slug}/jobs/")
+    for name in ("verl PPO / GRPO", "SkyRL", "ART (OpenPipe)"):
+        assert page.locator(f"text={name}").count() >= 1
+    page.click("text=verl PPO / GRPO")
+    page.wait_for_url("**/jobs/new/verl-ppo/")
+    assert page.locator("select[name=param_adv_estimator]").input_value() == "grpo"
+    assert page.locator("input[name=param_experiment_name]").input_value() == "grpo"
+    page.screenshot(path=f"{screenshot_dir}/verl_template.png", full_page=True)
+    assert not page.watched.errors, page.watched.errors
