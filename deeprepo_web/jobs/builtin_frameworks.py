@@ -24,6 +24,7 @@ _WATCH_PARAM = {"name": "watch_interval", "type": "int", "default": 10, "min": 1
 
 
 def _framework(slug: str, name: str, description: str, command: str, params: list[dict[str, Any]]) -> dict[str, Any]:
+    description += " Needs deeprepo-client installed where the job runs (it provides `deeprepo watch`)."
     return {"slug": slug, "name": name, "kind": "train", "description": description,
             "command_template": _WATCH_BEFORE + command + _WATCH_AFTER, "params_schema": [*params, _WATCH_PARAM]}
 
