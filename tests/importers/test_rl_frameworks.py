@@ -80,7 +80,7 @@ def test_a_pickle_is_refused_and_never_loaded(tmp_path, team):
     # (run kind, checkpoint step, rollouts, metric series) per run, train first
     ("skyrl", "skyrl", [("train", None, 0, 9), ("eval", 5, 4, 0), ("eval", 10, 4, 0)]),
     ("art", "art", [("train", None, 24, 23), ("eval", 1, 4, 0), ("eval", 2, 4, 0), ("eval", 3, 4, 0)]),
-    ("areal", "areal", [("train", None, 16, 3), ("eval", 2, 2, 0)]),
+    ("areal", "areal", [("train", None, 16, 2), ("eval", 2, 2, 0)]),
     ("rllm-model-gateway", "rllm", [("eval", None, 2, 0)]),
 ])
 def test_framework_folder_counts_and_reimport(samples, team, folder, source, expected):

@@ -107,7 +107,7 @@ def _mean(values: Iterable[float]) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def step_point(step: int, rows: list[RolloutRecord], prefix: str = "") -> MetricPoint | None:
+def step_point(step: int, rows: list[RolloutRecord], prefix: str = "", *, groups: bool = False) -> MetricPoint | None:
     """Reward curves from the rollouts of one step, for runs whose framework logged no metrics (the
     run page's GRPO health already draws the reward quantiles from the rollouts themselves)."""
     rewards = [float(x) for r in rows if (x := r.get("reward")) is not None]
@@ -124,11 +124,13 @@ def step_point(step: int, rows: list[RolloutRecord], prefix: str = "") -> Metric
             comps.setdefault(name, []).append(v)
     for name, vals in comps.items():
         values[f"{prefix}components/{name}/mean"] = _mean(vals)
-    groups: dict[str, list[float]] = {}
+    if not groups:  # a train run's page draws dead groups from its rollouts already
+        return {"step": step, "values": values}
+    by_key: dict[str, list[float]] = {}
     for r in rows:
         if (x := r.get("reward")) is not None:
-            groups.setdefault(str(r.get("example_key")), []).append(float(x))
-    sized = [g for g in groups.values() if len(g) > 1]
+            by_key.setdefault(str(r.get("example_key")), []).append(float(x))
+    sized = [g for g in by_key.values() if len(g) > 1]
     if sized:
         values[f"{prefix}groups/zero_std_frac"] = sum(1 for g in sized if max(g) - min(g) <= _TOL) / len(sized)
     return {"step": step, "values": values}
@@ -136,5 +138,5 @@ def step_point(step: int, rows: list[RolloutRecord], prefix: str = "") -> Metric
 
 def eval_summary(step: int, rows: list[RolloutRecord]) -> dict[str, float | None]:
     """An eval run's summary: its reward figures and how many rollouts it holds."""
-    point = step_point(step, rows)
+    point = step_point(step, rows, groups=True)
     return {**(point["values"] if point else {}), "rollouts": float(len(rows))}
