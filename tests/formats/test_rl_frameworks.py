@@ -25,7 +25,8 @@ def test_skyrl_eval_dumps(samples):
     assert all(r.run.get("parent_ref") == "train" for r in p.runs if r.run["kind"] == "eval")
     assert _per_ref(p) == {"eval/5": 4, "eval/10": 4}
     # aggregated_results.jsonl -> the eval curves of the train run, at the step of its folder
-    assert [(pt["step"], pt["values"]["eval/all/avg_score"]) for pt in p.points] == [(5, 0.5), (10, 0.5)]
+    train_points = [pt for e in p.events if getattr(e, "ref", "") == "train" for pt in getattr(e, "points", [])]
+    assert [(pt["step"], pt["values"]["eval/all/avg_score"]) for pt in train_points] == [(5, 0.5), (10, 0.5)]
     r = next(r for r in p.rollouts if r["step"] == 5 and r["reward"] == 1.0 and "2^10" in r["prompt"])
     assert r["oracle"] == "1024" and r["stop_condition"] == "stop" and r["example_info"]["data_source"] == "math500"
     assert r["final_answer"].endswith("1024<|im_end|>")
@@ -42,7 +43,8 @@ def test_art_model_folder(samples):
     assert _per_ref(p) == {"train": 24, "val/1": 4, "val/2": 4, "val/3": 4}
     assert {r.run["checkpoint_step"] for r in p.runs if r.run["kind"] == "eval"} == {1, 2, 3}
     # history.jsonl: 9 log() calls; NaN-free values, recorded_at as the time
-    assert len(p.points) == 9 and p.points[0]["values"]["train/reward"] == 0.25 and p.points[0]["time"]
+    history = [pt for e in p.events if getattr(e, "ref", "") == "train" for pt in getattr(e, "points", [])]
+    assert len(history) == 9 and history[0]["values"]["train/reward"] == 0.25 and history[0]["time"]
     r = p.rollouts[0]
     call = r["turns"][0]["tool_calls"][0]
     assert call["name"] == "search_inbox" and call["arguments"] == {"query": "quarterly review"}
@@ -72,7 +74,8 @@ def test_areal_trial(samples):
     assert r["sample_index"] == 0 and r["input_tokens"] == 62 and r["output_tokens"] == 27
     assert r["metrics"]["head_version"] == -1 and r["metrics"]["task_id"] == 0
     # AReaL logs no metrics with its dumps: curves come from them
-    assert [(pt["step"], pt["values"]["reward/mean"]) for pt in p.points] == [(1, 0.75), (2, 0.625)]
+    train_points = [pt for e in p.events if getattr(e, "ref", "") == "train" for pt in getattr(e, "points", [])]
+    assert [(pt["step"], pt["values"]["reward/mean"]) for pt in train_points] == [(1, 0.75), (2, 0.625)]
 
 
 def test_rllm_gateway_store_and_session_json_are_the_same_episodes(samples):

@@ -31,7 +31,9 @@ def test_verl_output_folder(samples, team):
     assert MetricSeries.objects.get(run=train, key="critic/score/mean").count == 3
     evals = Run.objects.filter(project=team.project, kind="eval", source="verl").order_by("checkpoint_step")
     assert [(e.checkpoint_step, e.parent_id, counts(e)["rollouts"]) for e in evals] == [(0, train.pk, 3), (3, train.pk, 3)]
-    assert evals[0].summary["reward/mean"] == pytest.approx(2 / 3)
+    assert evals[0].summary["reward/mean"] == pytest.approx(2 / 3) and evals[0].summary["rollouts"] == 3
+    # the eval reward at its checkpoint step, which the runs table draws
+    assert MetricSeries.objects.get(run=evals[1], key="reward/mean").metric_set.get(step=3).value == pytest.approx(2 / 3)
     assert out.count("created run") == 3
 
     again, err = _import(samples / "verl" / "generated-by-verl-0.9.1", team.project.slug)
@@ -78,9 +80,10 @@ def test_a_pickle_is_refused_and_never_loaded(tmp_path, team):
 
 @pytest.mark.parametrize(("folder", "source", "expected"), [
     # (run kind, checkpoint step, rollouts, metric series) per run, train first
-    ("skyrl", "skyrl", [("train", None, 0, 9), ("eval", 5, 4, 0), ("eval", 10, 4, 0)]),
-    ("art", "art", [("train", None, 24, 23), ("eval", 1, 4, 0), ("eval", 2, 4, 0), ("eval", 3, 4, 0)]),
-    ("areal", "areal", [("train", None, 16, 2), ("eval", 2, 2, 0)]),
+    # an eval run's series: reward/mean, reward/std, groups/zero_std_frac at its checkpoint step
+    ("skyrl", "skyrl", [("train", None, 0, 9), ("eval", 5, 4, 3), ("eval", 10, 4, 3)]),
+    ("art", "art", [("train", None, 24, 23), ("eval", 1, 4, 3), ("eval", 2, 4, 3), ("eval", 3, 4, 3)]),
+    ("areal", "areal", [("train", None, 16, 2), ("eval", 2, 2, 3)]),
     ("rllm-model-gateway", "rllm", [("eval", None, 2, 0)]),
 ])
 def test_framework_folder_counts_and_reimport(samples, team, folder, source, expected):

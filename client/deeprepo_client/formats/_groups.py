@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..records import MetricPoint, RolloutRecord
+from ..records import Event, MetricPoint, MetricsEvent, RolloutRecord, RunEvent, RunRecord
+from ._batches import batch_rollouts
 from ._values import short_hash
 
 _TOL = 1e-9
@@ -136,7 +137,15 @@ def step_point(step: int, rows: list[RolloutRecord], prefix: str = "", *, groups
     return {"step": step, "values": values}
 
 
-def eval_summary(step: int, rows: list[RolloutRecord]) -> dict[str, float | None]:
-    """An eval run's summary: its reward figures and how many rollouts it holds."""
+def eval_run(ref: str, run: RunRecord, step: int, rows: list[RolloutRecord], parent: str | None) -> Iterator[Event]:
+    """The events of an eval run of one checkpoint: linked to its train run at `step`, its reward
+    figures as its summary and as one metric point (the runs table reads a run's reward curve)."""
     point = step_point(step, rows, groups=True)
-    return {**(point["values"] if point else {}), "rollouts": float(len(rows))}
+    record: RunRecord = {"kind": "eval", "status": "finished", **run, "checkpoint_step": step,
+                         "summary": {**(point["values"] if point else {}), "rollouts": float(len(rows))}}
+    if parent:
+        record["parent_ref"] = parent
+    yield RunEvent(ref, record)
+    yield from batch_rollouts(ref, rows)
+    if point:
+        yield MetricsEvent(ref, [point])

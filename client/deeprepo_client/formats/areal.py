@@ -15,7 +15,7 @@ from typing import Any
 
 from ..records import Event, MetricsEvent, Problem, RolloutRecord, RunEvent
 from ._batches import batch_rollouts
-from ._groups import assign_groups, eval_summary, step_point
+from ._groups import assign_groups, eval_run, step_point
 from ._stepfiles import read_rows
 from ._values import num, short_hash, tokens
 
@@ -96,11 +96,6 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
                 if point:
                     yield MetricsEvent(train_ref, [point])
                 continue
-            ref = f"eval/{version}"
-            run: dict[str, Any] = {"name": f"{name} · eval version {version}", "kind": "eval", "source": "areal",
-                                   "status": "finished", "external_id": f"{name}:eval:{version}",
-                                   "checkpoint_step": version, "summary": eval_summary(version, rollouts)}
-            if has_train:
-                run["parent_ref"] = train_ref
-            yield RunEvent(ref, run)  # type: ignore[arg-type]
-            yield from batch_rollouts(ref, rollouts)
+            yield from eval_run(f"eval/{version}", {
+                "name": f"{name} · eval version {version}", "source": "areal",
+                "external_id": f"{name}:eval:{version}"}, version, rollouts, train_ref if has_train else None)

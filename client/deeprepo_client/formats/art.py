@@ -17,7 +17,7 @@ from typing import Any
 from ..records import Event, MetricPoint, MetricsEvent, Problem, RolloutRecord, RunEvent, RunRecord
 from ._batches import batch_points, batch_rollouts, numeric_values
 from ._chat import last_assistant_text, messages_to_turns
-from ._groups import assign_groups, eval_summary, step_point
+from ._groups import assign_groups, eval_run, step_point
 from ._json import iter_jsonl
 from ._stepfiles import SETTLE_SECONDS, already_sent, read_whole
 from ._values import maybe_json, num, parse_time, short_hash
@@ -130,9 +130,6 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
                 if point:
                     yield MetricsEvent("train", [point])
                 continue
-            ref = f"{d.name}/{step}"
-            yield RunEvent(ref, {"name": f"{model} · {d.name} step {step}", "kind": "eval", "source": "art",
-                                 "status": "finished", "external_id": f"{project}/{model}:{d.name}:{step}",
-                                 "checkpoint_step": step, "parent_ref": "train",
-                                 "summary": eval_summary(step, rollouts)})
-            yield from batch_rollouts(ref, rollouts)
+            yield from eval_run(f"{d.name}/{step}", {
+                "name": f"{model} · {d.name} step {step}", "source": "art",
+                "external_id": f"{project}/{model}:{d.name}:{step}"}, step, rollouts, "train")

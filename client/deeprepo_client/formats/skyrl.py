@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Event, MetricPoint, Problem, RolloutRecord, RunEvent
-from ._batches import batch_points, batch_rollouts, numeric_values
-from ._groups import assign_groups, eval_summary
+from ._batches import batch_points, numeric_values
+from ._groups import assign_groups, eval_run
 from ._stepfiles import read_rows
 from ._values import short_hash
 
@@ -111,10 +111,7 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
         if not rollouts:
             continue
         assign_groups(rollouts, lambda i: None)  # SkyRL writes no group id: n_samples_per_prompt share a prompt
-        ref = f"eval/{step}"
-        yield RunEvent(ref, {"name": f"{name} · eval step {step}", "kind": "eval", "source": "skyrl",
-                             "status": "finished", "external_id": f"{name}:eval:{step}", "checkpoint_step": step,
-                             "parent_ref": "train", "summary": eval_summary(step, rollouts)})
-        yield from batch_rollouts(ref, rollouts)
+        yield from eval_run(f"eval/{step}", {"name": f"{name} · eval step {step}", "source": "skyrl",
+                                             "external_id": f"{name}:eval:{step}"}, step, rollouts, "train")
     yield from batch_points("train", points)
     yield from _pickles(export)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..records import Event, MetricPoint, MetricsEvent, Problem, RolloutRecord, RunEvent, RunRecord
 from ._batches import batch_points, batch_rollouts
-from ._groups import assign_groups, eval_summary, step_point
+from ._groups import assign_groups, eval_run, step_point
 from ._json import iter_jsonl, loads
 from ._stepfiles import read_rows
 from ._values import num, short_hash
@@ -194,16 +194,7 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
                 if point:
                     yield MetricsEvent(train_ref, [point])
             else:
-                yield from _eval_run(name, root, folder, step, rollouts, train_ref if has_train else None)
-
-
-def _eval_run(name: str, root: Path, folder: Path, step: int, rollouts: list[RolloutRecord],
-              parent: str | None) -> Iterator[Event]:
-    ref = f"val/{folder.name}/{step}"
-    run: RunRecord = {"name": f"{name} · {folder.name} step {step}", "kind": "eval", "source": "verl",
-                      "status": "finished", "external_id": f"{root.name}:{folder.name}:{step}",
-                      "checkpoint_step": step, "summary": eval_summary(step, rollouts)}
-    if parent:
-        run["parent_ref"] = parent
-    yield RunEvent(ref, run)
-    yield from batch_rollouts(ref, rollouts)
+                yield from eval_run(f"val/{folder.name}/{step}", {
+                    "name": f"{name} · {folder.name} step {step}", "source": "verl",
+                    "external_id": f"{root.name}:{folder.name}:{step}"}, step, rollouts,
+                    train_ref if has_train else None)
