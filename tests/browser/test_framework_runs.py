@@ -55,3 +55,22 @@ def test_framework_templates_on_the_launch_page(browser_page: Any, live_server: 
     assert page.locator("input[name=param_experiment_name]").input_value() == "grpo"
     page.screenshot(path=f"{screenshot_dir}/verl_template.png", full_page=True)
     assert not page.watched.errors, page.watched.errors
+
+
+def test_runs_table_after_framework_imports(browser_page: Any, live_server: Any, team: Any, samples: Any,
+                                            screenshot_dir: str) -> None:
+    for folder in ("verl", "skyrl", "art", "areal", "rllm-model-gateway"):
+        assert not import_path(project=team.project, path=samples / folder).problems
+    page = browser_page(team.viewer)
+    page.goto(f"{live_server.url}/p/{team.project.slug}/")
+    body = page.locator("body").inner_text()
+    for name in ("qwen2.5_0.5b_gsm8k_grpo", "email-agent-001", "gsm8k-grpo/trial0", "rllm-model-gateway"):
+        assert name in body
+    # eval runs show their reward (from their one metric point)
+    row = page.locator("tr", has_text="email-agent-001 · val step 2")
+    assert row.locator("td.reward").inner_text().strip() == "0.75"
+    # verl's own reward curve (critic/score/mean from its file tracker) stands for the train run
+    verl = page.locator("tr", has_text="qwen2.5_0.5b_gsm8k_grpo").filter(has_not_text="validation")
+    assert verl.locator("td.reward").inner_text().strip() not in ("", "—")
+    page.screenshot(path=f"{screenshot_dir}/framework_runs.png", full_page=True)
+    assert not page.watched.errors, page.watched.errors

@@ -66,6 +66,8 @@ def test_areal_trial(samples):
     p = run_parse(samples / AREAL_TRIAL)
     assert not p.problems
     assert _per_ref(p) == {"train": 16, "eval/2": 2}
+    files = list((samples / AREAL_TRIAL / "rollout").glob("*/*.jsonl"))
+    assert p.run["started_at"] == min(f.stat().st_mtime for f in files)  # dumps carry no clock: their files do
     ev = next(r for r in p.runs if r.run["kind"] == "eval")
     assert ev.run["checkpoint_step"] == 2 and ev.run["parent_ref"] == "train"
     v1 = [r for r in p.rollouts if r["step"] == 1]
@@ -94,6 +96,8 @@ def test_rllm_gateway_store_and_session_json_are_the_same_episodes(samples):
     assert r["final_answer"] == "It is 18°C and cloudy in Zürich right now."
     assert r.get("reward") is None and r["advantage"] is None  # the gateway records no reward
     assert both.run["model"] == "policy-qwen2.5-0.5b"
+    # the run's time is the gateway's, not the import's
+    assert both.run["started_at"] == 1795436767.1903248 and both.run["finished_at"] > both.run["started_at"]
 
 
 def test_rllm_gateway_session_still_running_waits_in_watch_mode(samples, tmp_path):

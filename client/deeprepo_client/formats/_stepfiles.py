@@ -89,3 +89,15 @@ def read_rows(path: Path, *, partial_ok: bool, display: str | None = None) -> tu
             problems.append(Problem(name, lineno, f"expected a JSON object, found {type(obj).__name__}"))
     read_whole(path)
     return rows, problems
+
+
+def file_times(paths: list[Path]) -> dict[str, float]:
+    """started_at / finished_at of a run from the files it wrote (oldest and newest modification):
+    dumps carry no clock of their own, and the import's time would make every run a few seconds long."""
+    times = []
+    for p in paths:
+        try:
+            times.append(p.stat().st_mtime)
+        except OSError:
+            continue
+    return {"started_at": min(times), "finished_at": max(times)} if times else {}

@@ -16,7 +16,7 @@ from typing import Any
 from ..records import Event, MetricsEvent, Problem, RolloutRecord, RunEvent
 from ._batches import batch_rollouts
 from ._groups import assign_groups, eval_run, step_point
-from ._stepfiles import read_rows
+from ._stepfiles import file_times, read_rows
 from ._values import num, short_hash, tokens
 
 LINE_KEYS = frozenset({"task_id", "sample_idx", "head_version", "tail_version"})
@@ -79,7 +79,8 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     has_train = (trial / "rollout").is_dir()
     if has_train:
         yield RunEvent(train_ref, {"name": name, "kind": "train", "source": "areal", "status": "finished",
-                                   "external_id": f"{name}:train"})
+                                   "external_id": f"{name}:train",
+                                   **file_times(list((trial / "rollout").glob("*/*.jsonl")))})  # type: ignore[typeddict-item]
     for folder, split in SPLITS.items():
         base = trial / folder
         if not base.is_dir():

@@ -19,7 +19,7 @@ from ._batches import batch_points, batch_rollouts, numeric_values
 from ._chat import last_assistant_text, messages_to_turns
 from ._groups import assign_groups, eval_run, step_point
 from ._json import iter_jsonl
-from ._stepfiles import SETTLE_SECONDS, already_sent, read_whole
+from ._stepfiles import SETTLE_SECONDS, already_sent, file_times, read_whole
 from ._values import maybe_json, num, parse_time, short_hash
 
 STEP_FILE = re.compile(r"^(\d+)\.parquet$")
@@ -111,6 +111,7 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     project = folder.parent.parent.name if folder.parent.name == "models" else ""
     run: RunRecord = {"name": model, "kind": "train", "source": "art", "status": "finished",
                       "external_id": f"{project}/{model}", "config": {"project": project} if project else {}}
+    run.update(file_times([folder / "history.jsonl", *folder.glob("trajectories/*/*.parquet")]))  # type: ignore[typeddict-item]
     yield RunEvent("train", run)
     history = folder / "history.jsonl"
     if history.is_file():

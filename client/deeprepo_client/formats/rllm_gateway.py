@@ -140,8 +140,10 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     for t in by_id.values():
         sessions.setdefault(str(t.get("session_id")), []).append(t)
     models = sorted({str(t["model"]) for t in by_id.values() if t.get("model")})
+    stamps = [x for t in by_id.values() if (x := num(t.get("timestamp"))) is not None]
     yield RunEvent("gateway", {"name": folder.name, "kind": "eval", "source": "rllm", "status": "finished",
-                               "external_id": f"{folder.name}:gateway", "model": models[0] if len(models) == 1 else ""})
+                               "external_id": f"{folder.name}:gateway", "model": models[0] if len(models) == 1 else "",
+                               "started_at": min(stamps, default=None), "finished_at": max(stamps, default=None)})
     if partial_ok:
         now = time.time()
         sessions = {s: ts for s, ts in sessions.items()

@@ -16,7 +16,7 @@ from typing import Any
 from ..records import Event, MetricPoint, Problem, RolloutRecord, RunEvent
 from ._batches import batch_points, numeric_values
 from ._groups import assign_groups, eval_run
-from ._stepfiles import read_rows
+from ._stepfiles import file_times, read_rows
 from ._values import short_hash
 
 STEP_DIR = re.compile(r"^global_step_(\d+)_evals$")
@@ -88,9 +88,10 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
         return
     export = evals.parent if evals.name == "dumped_evals" else evals
     name = export.name
-    yield RunEvent("train", {"name": name, "kind": "train", "source": "skyrl", "status": "finished",
-                             "external_id": f"{name}:train"})
     steps = sorted((int(m.group(1)), d) for d in evals.iterdir() if d.is_dir() and (m := STEP_DIR.match(d.name)))
+    yield RunEvent("train", {"name": name, "kind": "train", "source": "skyrl", "status": "finished",
+                             "external_id": f"{name}:train",
+                             **file_times([f for _, d in steps for f in d.glob("*.jsonl")])})  # type: ignore[typeddict-item]
     points: list[MetricPoint | Problem] = []
     for step, d in steps:
         rollouts: list[RolloutRecord] = []

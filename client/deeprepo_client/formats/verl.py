@@ -22,7 +22,7 @@ from ..records import Event, MetricPoint, MetricsEvent, Problem, RolloutRecord, 
 from ._batches import batch_points, batch_rollouts
 from ._groups import assign_groups, eval_run, step_point
 from ._json import iter_jsonl, loads
-from ._stepfiles import read_rows
+from ._stepfiles import file_times, read_rows
 from ._values import num, short_hash
 
 DUMP_KEYS = frozenset({"input", "output", "score", "step"})
@@ -176,7 +176,8 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     has_train = bool(trackers) or any(s == "train" for s, _, _ in dirs)
     if has_train:
         run: RunRecord = {"name": name, "kind": "train", "source": "verl", "status": "finished",
-                          "external_id": f"{root.name}:train"}
+                          "external_id": f"{root.name}:train",
+                          **file_times([*trackers, *(f for s, _, fs in dirs if s == "train" for _, f in fs)])}  # type: ignore[typeddict-item]
         if len(trackers) == 1:
             run["config"] = {"project": trackers[0].parent.name}
         yield RunEvent(train_ref, run)
