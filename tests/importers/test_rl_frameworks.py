@@ -117,3 +117,15 @@ def test_a_zipped_framework_folder_imports_like_the_folder(samples, team, tmp_pa
     assert sum(r.rollouts for r in report.runs) == 36
     [problem] = report.problems
     assert problem["file"].endswith("batch.pkl") and "never unpickles" in problem["message"]
+
+
+def test_a_torch_save_file_is_refused(tmp_path, team):
+    """slime's rollout_data/{id}.pt is written by torch.save: a zip around a pickle."""
+    torch = pytest.importorskip("torch", reason="torch writes the file (make ml installs a CPU build)")
+    f = tmp_path / "rollout_data" / "0.pt"
+    f.parent.mkdir()
+    torch.save({"tokens": torch.tensor([1, 2, 3]), "rewards": [0.5]}, f)
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import", str(f.parent), "--project", team.project.slug, stdout=io.StringIO(), stderr=err)
+    assert "torch.save archive" in err.getvalue() and "never unpickles" in err.getvalue()
