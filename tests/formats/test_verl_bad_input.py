@@ -80,3 +80,18 @@ def test_a_50_mb_dump(tmp_path, lines):
     assert not p.problems and len(p.rollouts) == n
     assert max(len(e.rollouts) for e in p.events if hasattr(e, "rollouts")) <= 500
     assert len({r["example_key"] for r in p.rollouts}) == (n + 7) // 8
+
+
+def test_bare_nan_scores_and_any_ground_truth(tmp_path, lines):
+    """verl writes json.dumps(..., default=str): NaN / Infinity as bare tokens, `gts` any JSON value."""
+    rows = [json.loads(x) for x in lines[:4]]
+    text = [json.dumps(dict(rows[0], score=float("nan"))), json.dumps(dict(rows[1], score=float("inf"))),
+            json.dumps(dict(rows[2], gts=["72", 72.0])), json.dumps(dict(rows[3], gts=None))]
+    assert "NaN" in text[0] and "Infinity" in text[1]
+    (tmp_path / "4.jsonl").write_text("\n".join(text) + "\n")
+    p = run_parse(tmp_path / "4.jsonl")
+    assert not p.problems and len(p.rollouts) == 4
+    assert p.rollouts[0]["reward"] is None and p.rollouts[1]["reward"] is None  # unknown, not a number
+    assert p.rollouts[2]["oracle"] == '["72", 72.0]' and "oracle" not in p.rollouts[3]
+    # the group's advantage is computed over the rewards that are known
+    assert p.rollouts[0]["advantage"] is None and p.rollouts[2]["advantage"] is not None
