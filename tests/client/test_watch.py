@@ -232,6 +232,8 @@ def test_framework_folders_watched_once_then_nothing_new(live_server, team, tmp_
     assert _watch(live_server.url, team.key, out) == 0
     assert Rollout.objects.filter(run__source=source).count() == rollouts
     assert Run.objects.filter(project=team.project, source=source).count() == runs
+    # the files sent whole are remembered: the next pass skips them while they stay unchanged
+    assert json.loads((out / ".deeprepo-watch" / "state.json").read_text())["files"]
     capsys.readouterr()
     assert _watch(live_server.url, team.key, out) == 0
     assert "+0 rollouts, +0 points" in capsys.readouterr().out

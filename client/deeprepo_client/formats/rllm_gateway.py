@@ -21,6 +21,7 @@ from ._batches import batch_rollouts
 from ._chat import last_assistant_text, messages_to_turns
 from ._groups import assign_groups
 from ._json import load_json, loads
+from ._stepfiles import already_sent, read_whole
 from ._values import num, short_hash, tokens
 
 # The gateway marks no session's end: while watching, a session with no call for this long is done
@@ -130,6 +131,10 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     folder = path if path.is_dir() else path.parent
     sources = ([path] if path.is_file() else
                [f for f in sorted(path.glob("*.db")) if is_store(f)] + _session_files(path))
+    # a store in WAL mode writes to <db>-wal first: its changes count too
+    watched = [*sources, *(w for src in sources if (w := src.with_name(src.name + "-wal")).exists())]
+    if sources and all(already_sent(f) for f in watched):
+        return  # watch: nothing changed since every session in these files was sent
     by_id: dict[str, dict[str, Any]] = {}
     for src in sources:
         traces, problems = _from_store(src) if is_store(src) else _from_json(src)
@@ -144,10 +149,15 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     yield RunEvent("gateway", {"name": folder.name, "kind": "eval", "source": "rllm", "status": "finished",
                                "external_id": f"{folder.name}:gateway", "model": models[0] if len(models) == 1 else "",
                                "started_at": min(stamps, default=None), "finished_at": max(stamps, default=None)})
+    held = 0
     if partial_ok:
         now = time.time()
-        sessions = {s: ts for s, ts in sessions.items()
-                    if now - max(num(t.get("timestamp")) or 0.0 for t in ts) >= SESSION_SETTLE_SECONDS}
+        settled = {s: ts for s, ts in sessions.items()
+                   if now - max(num(t.get("timestamp")) or 0.0 for t in ts) >= SESSION_SETTLE_SECONDS}
+        held, sessions = len(sessions) - len(settled), settled
+    if not held:  # every session goes out now: while the files stay as they are, watch skips them
+        for f in watched:
+            read_whole(f)
     rollouts = [_episode(s, ts) for s, ts in sorted(sessions.items())]
     assign_groups(rollouts, lambda i: None)
     for r in rollouts:  # no reward: nothing to compare within a group
