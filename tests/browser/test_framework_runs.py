@@ -40,6 +40,13 @@ def test_verl_run_page_and_groups(browser_page: Any, live_server: Any, team: Any
     # a rebuilt group is named by the start of its question, not a bare hash
     assert page.locator(".tj-group", has_text="Natalia sold clips").count() == 1
     page.screenshot(path=f"{screenshot_dir}/verl_groups.png", full_page=True)
+
+    # a rollout of a group: the verl prompt, the answer, the ground truth and the reward components
+    page.locator(".tj-group", has_text="Natalia sold clips").locator("a.chip").first.click()
+    page.wait_for_url("**/rollouts/*/")
+    text = page.locator("body").inner_text()
+    assert "Natalia sold clips" in text and "Let me work through it." in text and "Oracle" in text
+    page.screenshot(path=f"{screenshot_dir}/verl_trajectory.png", full_page=True)
     assert not page.watched.errors, page.watched.errors
 
 
