@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -84,7 +85,7 @@ def assign_groups(rows: list[RolloutRecord], group_id: Callable[[int], str | Non
         label = f"id:{gid}" if gid is not None else f"prompt:{prompt_key(row.get('prompt'))}"
         members.setdefault(label, []).append(i)
     bases = {label: prompt_key(rows[idx[0]].get("prompt")) for label, idx in members.items()}
-    shared = {b for b in bases.values() if list(bases.values()).count(b) > 1} if len(bases) > 1 else set()
+    shared = {b for b, n in Counter(bases.values()).items() if n > 1}
     for label, idx in members.items():
         key = bases[label]
         if key in shared and label.startswith("id:"):
