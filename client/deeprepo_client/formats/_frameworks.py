@@ -7,6 +7,7 @@ Each answers only on an exact match; anything else is left to the other formats 
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,6 @@ def line_format(k1: set[str]) -> str | None:
 
 
 def _is_torch_zip(path: Path) -> bool:
-    import zipfile
-
     try:
         with zipfile.ZipFile(path) as z:
             return any(n == "data.pkl" or n.endswith("/data.pkl") for n in z.namelist()[:64])
