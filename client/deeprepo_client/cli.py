@@ -57,7 +57,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     transport = _transport(args)
     try:
         return watch(folder, transport, project=args.project or os.environ.get("DEEPREPO_PROJECT"),
-                     interval=args.interval, once=args.once, state_dir=args.state, fmt=args.format)
+                     interval=args.interval, once=args.once, state_dir=args.state, fmt=args.format,
+                     into_run=args.into_run)
     except KeyboardInterrupt:
         return 0
     finally:
@@ -74,13 +75,16 @@ def main(argv: list[str] | None = None) -> int:
     sync.add_argument("--refused", action="store_true",
                       help="also send again the batches the server refused (after fixing their cause)")
     sync.set_defaults(func=cmd_sync)
-    w = sub.add_parser("watch", help="follow a live output folder (verifiers -s, TRL, prime-rl) and stream new rows")
+    w = sub.add_parser("watch", help="follow a live output folder (verifiers -s, TRL, prime-rl, verl, "
+                                        "SkyRL, ART, AReaL) and stream new rows")
     w.add_argument("dir", help="the trainer's output folder")
     w.add_argument("--project", help="project slug (default $DEEPREPO_PROJECT; the API key's project)")
     w.add_argument("--interval", type=float, default=5.0, help="seconds between passes (default 5)")
     w.add_argument("--once", action="store_true", help="one pass, then exit")
     w.add_argument("--state", help="where to remember what was sent (default DIR/.deeprepo-watch)")
     w.add_argument("--format", help="skip detection: read DIR as this format")
+    w.add_argument("--into-run", help="fill this existing run (e.g. a job's $DEEPREPO_RUN_ID) with the folder's train "
+                                      "run instead of creating one; eval runs link to it")
     w.set_defaults(func=cmd_watch)
     args = parser.parse_args(argv)
     return int(args.func(args))

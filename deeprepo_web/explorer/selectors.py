@@ -14,7 +14,7 @@ from deeprepo_web.runs.models import MetricSeries, Run
 from deeprepo_web.runs.selectors import finite_or_none
 
 # Metric keys that stand for "the reward" of a run, in order of preference.
-REWARD_KEYS = ("reward", "reward/mean", "train/reward", "rewards/mean", "eval/reward")
+REWARD_KEYS = ("reward", "reward/mean", "train/reward", "rewards/mean", "eval/reward", "critic/score/mean")  # last: verl
 RUN_SORTS = {
     "created": "created_at", "name": "name", "status": "status", "kind": "kind", "model": "model",
     "environment": "environment", "started": "started_at",
