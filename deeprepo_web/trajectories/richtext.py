@@ -191,7 +191,8 @@ def looks_like_patch(text: str) -> bool:
 def diff_html(text: str) -> SafeString:
     """A unified diff with one classed span per line (+ added, - removed, @@ hunk, file headers)."""
     lines = []
-    for line in text.split("\n"):
+    # CRLF patches (files with Windows line endings): the CR would be a second line break in a <pre>.
+    for line in text.replace("\r\n", "\n").split("\n"):
         if line.startswith(("+++", "---", "diff --git", "index ")):
             cls = "d-file"
         elif line.startswith("@@"):
