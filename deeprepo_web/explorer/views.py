@@ -59,7 +59,7 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
     previous: object = object()
     for run in runs:
         group = None
-        if query.group:
+        if query.group_paths:  # a name that matches no key groups nothing (the page lists the keys)
             value = getattr(run, "group_value", None)
             if value != previous:
                 group = "—" if value is None else str(value)

@@ -39,6 +39,11 @@ def test_trajectory_numbers(browser_page: Any, live_server: Any, team: Any, scre
     stat = page.locator(".stat:has(.k:text-is('advantage')) .v").inner_text()
     assert stat.startswith("+1.41") and "group" in stat  # what the Groups tab shows, said where it came from
     crlf_height = page.locator("pre.diff").bounding_box()["height"]
+    # One line box per patch line, each right under the previous: no blank line after any of them.
+    boxes = [b for b in (s.bounding_box() for s in page.locator("pre.diff > span").all()) if b]
+    assert len(boxes) == CRLF_PATCH.count("\r\n"), len(boxes)
+    assert all(abs(nxt["y"] - (prev["y"] + prev["height"])) < 1 for prev, nxt in zip(boxes, boxes[1:], strict=False))
+    assert crlf_height < (len(boxes) + 1) * boxes[0]["height"] + 20
     page.screenshot(path=f"{screenshot_dir}/trajectory-numbers.png", full_page=True)
 
     page.goto(f"{base}/{ids['c0']}/")
@@ -92,5 +97,6 @@ def test_group_by_a_key_wherever_the_config_keeps_it(browser_page: Any, live_ser
     page.goto(f"{live_server.url}/p/demo/?group=learning_rate")
     missing = page.inner_text(".group-missing")
     assert "learning_rate" in missing and "params.lr" in missing and "seed" in missing
+    assert page.locator("tr.group-row").count() == 0
     page.screenshot(path=f"{screenshot_dir}/group-by-missing.png", full_page=True)
     assert page.watched.errors == []
