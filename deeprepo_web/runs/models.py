@@ -85,7 +85,8 @@ class Run(models.Model):
             return (self.finished_at - self.started_at).total_seconds()
         if self.status in FINAL_RUN_STATUSES:
             reported = (self.summary or {}).get("time_s") if isinstance(self.summary, dict) else None
-            return float(reported) if isinstance(reported, int | float) and reported >= 0 else None
+            # 0 is what some writers put when they did not time it (vf-eval's time_ms: 0.0).
+            return float(reported) if isinstance(reported, int | float) and reported > 0 else None
         if self.started_at is None:
             return None
         return (timezone.now() - self.started_at).total_seconds()
