@@ -46,9 +46,10 @@ def import_job_run_in_place(*, project: Project, path: str | Path, fmt: str | No
     p = Path(path).expanduser()
     size = _input_size(p)
     now = timezone.now()
+    shown = str(p.resolve())  # not relative to a shell's working directory the page never saw
     job = ImportJob.objects.create(
         project=project, user=user if getattr(user, "pk", None) else None, status=ImportStatus.RUNNING,
-        source_name=str(p)[:1000], path=str(p.resolve())[:2000], size=size, fmt=fmt or "", origin=origin,
+        source_name=shown[:1000], path=shown[:2000], size=size, fmt=fmt or "", origin=origin,
         started_at=now, heartbeat_at=now)
 
     def progress(rows: int) -> None:
