@@ -129,9 +129,13 @@ def test_a_hidden_resource_is_dropped_not_an_error(team: Any, tmp_path: Path) ->
                          settings_in={"state_dir": str(tmp_path / "local-jobs")})
     slurm = cluster_save(project=team.project, name="hpc", kind="slurm", settings_in={})
     template = template_get(project=team.project, slug="demo-grpo")
-    typed = {"cluster": str(local.pk), "res_partition": "gpu", "res_mem": "lots", "param_steps": "3"}
+    # Typed while Slurm was chosen, then the user picked this machine: those fields were hidden.
+    typed = {"cluster": str(local.pk), "res_partition": "gpu", "res_gpus": "-1", "param_steps": "3"}
     form = LaunchForm(typed, template=template, clusters=[local, slurm])
     assert form.is_valid(), form.errors
     assert all(v is None for v in form.resources().values())
     form = LaunchForm({**typed, "cluster": str(slurm.pk)}, template=template, clusters=[local, slurm])
-    assert not form.is_valid() and "res_mem" in form.errors  # shown for Slurm: still checked
+    assert not form.is_valid() and "res_gpus" in form.errors  # shown for Slurm: still checked
+    form = LaunchForm({**typed, "res_gpus": "1", "cluster": str(slurm.pk)}, template=template,
+                      clusters=[local, slurm])
+    assert form.is_valid() and form.resources()["partition"] == "gpu"
