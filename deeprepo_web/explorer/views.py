@@ -13,7 +13,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_safe
 
 from deeprepo_web.accounts import access
-from deeprepo_web.explorer import selectors
+from deeprepo_web.explorer import grouping, selectors
 from deeprepo_web.explorer.health import grpo_health
 from deeprepo_web.explorer.rows import run_row_html
 from deeprepo_web.front.http import STOP_POLLING, is_htmx, page_param
@@ -37,7 +37,8 @@ def _query(request: HttpRequest) -> selectors.RunQuery:
 
 
 def _qs(query: selectors.RunQuery, **changes: Any) -> str:
-    params = {k: v for k, v in {**query.__dict__, **changes}.items() if v not in ("", None)}
+    params = {k: v for k, v in {**query.__dict__, **changes}.items()
+              if v not in ("", None) and k != "group_paths"}  # resolved from `group` again
     if params.get("sort") == "-created":
         params.pop("sort")
     return urlencode(params)
@@ -48,6 +49,9 @@ def _qs(query: selectors.RunQuery, **changes: Any) -> str:
 def project(request: HttpRequest, slug: str) -> HttpResponse:
     proj, membership = access.project_for_user(request.user, slug)
     query = _query(request)
+    group_keys = grouping.config_keys(project=proj)
+    if query.group:
+        query.group_paths = tuple(grouping.group_paths(query.group, group_keys))
     page = page_param(request)
     runs, has_next = selectors.run_table(project=proj, query=query, page=page, per_page=PER_PAGE)
     rewards = selectors.run_rewards(runs=runs)
@@ -56,20 +60,21 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
     previous: object = object()
     for run in runs:
         group = None
-        if query.group:
+        if query.group_paths:  # a name that matches no key groups nothing (the page lists the keys)
             value = getattr(run, "group_value", None)
             if value != previous:
                 group = "—" if value is None else str(value)
                 previous = value
         # One reverse() per page, not per row: a run's URL is the project's plus its id.
         rows.append(run_row_html(run, url=f"{project_url}runs/{run.public_id}/", reward=rewards.get(run.pk),
-                                 group_key=query.group, group=group))
+                                 group_key=" / ".join(query.group_paths) or query.group, group=group))
     sort_desc = query.sort.startswith("-")
     context: dict[str, Any] = {
         "project": proj,
         "project_url": project_url,
         "membership": membership,
         "query": query,
+        "group_keys": group_keys,
         "rows": rows,
         "page": page,
         "has_next": has_next,

@@ -79,10 +79,17 @@ class Run(models.Model):
 
     @property
     def duration_seconds(self) -> float | None:
+        """Finished minus started; a run still going counts to now. A run that ended without an end
+        time (an import of a finished eval) has the time its files report, or none: never "until now"."""
+        if self.finished_at is not None and self.started_at is not None:
+            return (self.finished_at - self.started_at).total_seconds()
+        if self.status in FINAL_RUN_STATUSES:
+            reported = (self.summary or {}).get("time_s") if isinstance(self.summary, dict) else None
+            # 0 is what some writers put when they did not time it (vf-eval's time_ms: 0.0).
+            return float(reported) if isinstance(reported, int | float) and reported > 0 else None
         if self.started_at is None:
             return None
-        end = self.finished_at or timezone.now()
-        return (end - self.started_at).total_seconds()
+        return (timezone.now() - self.started_at).total_seconds()
 
 
 class MetricSeries(models.Model):

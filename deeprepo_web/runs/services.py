@@ -56,7 +56,10 @@ def run_create(
         "notes": notes,
         "parent": parent,
         "checkpoint_step": checkpoint_step,
-        "started_at": started_at or (timezone.now() if status != RunStatus.QUEUED else None),
+        # A run created already over (an import of a finished eval) has no start time unless given:
+        # the moment of the import is not when it ran.
+        "started_at": started_at or (
+            timezone.now() if status != RunStatus.QUEUED and status not in FINAL_RUN_STATUSES else None),
         "finished_at": finished_at,
         "summary": summary or {},
     }
@@ -72,11 +75,13 @@ def run_update(*, run: Run, **changes: Any) -> Run:
     unknown = set(changes) - set(RUN_FIELDS) - {"parent", "checkpoint_step", "summary", "started_at", "finished_at"}
     if unknown:
         raise IngestError(f"unknown run field(s): {', '.join(sorted(unknown))}")
+    was_final = run.status in FINAL_RUN_STATUSES
     for field, value in changes.items():
         setattr(run, field, value)
     if changes.get("status") == RunStatus.RUNNING and run.started_at is None:
         run.started_at = timezone.now()
-    if changes.get("status") in FINAL_RUN_STATUSES and run.finished_at is None:
+    # It ends now only if it was going (a re-import of a finished run does not end it again).
+    if changes.get("status") in FINAL_RUN_STATUSES and run.finished_at is None and not was_final:
         run.finished_at = timezone.now()
     run.save()
     return run

@@ -14,6 +14,8 @@ register = template.Library()
 def duration(seconds: float | None) -> str:
     if seconds is None:
         return "—"
+    if seconds < 9.95:  # an eval of 0.16 s is not "0s"
+        return f"{seconds:.1f}s" if seconds >= 0.05 else ("0s" if seconds <= 0 else "<0.1s")
     s = int(seconds)
     if s < 60:
         return f"{s}s"

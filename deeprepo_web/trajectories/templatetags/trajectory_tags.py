@@ -73,14 +73,20 @@ def num(value: float | None, digits: int = 3) -> str:
         return "—"
     if float(value).is_integer() and abs(value) < 1e15:
         return str(int(value))
-    return f"{value:.{digits}f}"
+    return _no_negative_zero(f"{value:.{digits}f}")
 
 
 @register.filter
 def signed(value: float | None) -> str:
     if value is None or not math.isfinite(value):
         return "—"
-    return f"{value:+.2f}"
+    text = f"{value:+.2f}"
+    return "0.00" if float(text) == 0 else text  # -0.004 is no sign at this precision, nor is +0.001
+
+
+def _no_negative_zero(text: str) -> str:
+    """'-0.000' (a tiny negative rounded away) reads as a sign that is not there."""
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 @register.filter

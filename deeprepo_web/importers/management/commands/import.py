@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from deeprepo_client.formats import FORMATS
 from deeprepo_web.accounts.models import Project
-from deeprepo_web.importers.pipeline import import_path
+from deeprepo_web.importers.jobs import import_job_run_in_place
 from deeprepo_web.importers.report import ImportReport
 
 
@@ -48,7 +48,8 @@ class Command(BaseCommand):
         project = Project.objects.filter(slug=options["project"]).first()
         if project is None:
             raise CommandError(f"--project: no project with slug {options['project']!r}")
-        report = import_path(project=project, path=options["path"], fmt=options["fmt"])
+        # Recorded as an import job: the import page lists it beside uploads.
+        _, report = import_job_run_in_place(project=project, path=options["path"], fmt=options["fmt"])
         for line in report_lines(report):
             self.stdout.write(line)
         problems = problem_lines(report)
