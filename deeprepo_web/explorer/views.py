@@ -15,9 +15,10 @@ from django.views.decorators.http import require_safe
 from deeprepo_web.accounts import access
 from deeprepo_web.explorer import selectors
 from deeprepo_web.explorer.health import grpo_health
+from deeprepo_web.explorer.live import POLL_ACTIVE, POLL_IDLE, run_live_state
 from deeprepo_web.explorer.rows import run_row_html
 from deeprepo_web.front.http import STOP_POLLING, is_htmx, page_param
-from deeprepo_web.runs.models import FINAL_RUN_STATUSES, MetricSeries, Run, RunKind, RunStatus
+from deeprepo_web.runs.models import FINAL_RUN_STATUSES, MetricSeries, Rollout, Run, RunKind, RunStatus
 
 PER_PAGE = 50
 MAX_OVERLAY = 8
@@ -91,6 +92,22 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "explorer/runs.html", context)
 
 
+MAX_LIVE_ROWS = 100
+
+
+@require_safe
+@login_required
+def project_rows(request: HttpRequest, slug: str) -> JsonResponse:
+    """Fresh table rows of the given runs: the explorer re-reads its running rows with this."""
+    proj, _ = access.project_for_user(request.user, slug)
+    ids = [i for i in request.GET.get("ids", "").split(",") if i][:MAX_LIVE_ROWS]
+    runs = list(Run.objects.filter(project=proj, public_id__in=ids))
+    rewards = selectors.run_rewards(runs=runs)
+    project_url = reverse("project", args=[proj.slug])
+    rows = {run.public_id: run_row_html(run, url=f"{project_url}runs/{run.public_id}/", reward=rewards.get(run.pk),
+                                        group_key="", group=None) for run in runs}
+    return JsonResponse({"rows": rows})
+
 
 @require_safe
 @login_required
@@ -116,6 +133,11 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         "keys": [{"key": s["key"], "count": s["count"]} for s in series],
         "seriesUrl": "/api/v1/runs/",
         "healthUrl": reverse("run_health", args=[run.project.slug, run.public_id]),
+        "liveUrl": reverse("run_live", args=[run.project.slug, run.public_id]),
+        "live": run_live_state(run=run).as_dict(),
+        "poll": {"active": POLL_ACTIVE, "idle": POLL_IDLE},
+        # GRPO health needs training rollouts (with a step); without them the section stays hidden.
+        "health": Rollout.objects.filter(run=run, step__isnull=False).exists(),
     }
     return render(request, "explorer/run.html", {
         "project": run.project,
@@ -138,6 +160,17 @@ def run_status(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     if final:
         response.status_code = STOP_POLLING
     return response
+
+
+@require_safe
+@login_required
+def run_live(request: HttpRequest, slug: str, run_id: str) -> JsonResponse:
+    """What an open run page polls: status, the header, the newest step and rollout (explorer.live)."""
+    run = access.run_for_user(request.user, run_id, slug=slug)
+    state = run_live_state(run=run)
+    header = render(request, "explorer/run.html#status", {"project": run.project, "run": run, "final": state.final})
+    return JsonResponse({**state.as_dict(), "header": header.content.decode(),
+                         "poll": {"active": POLL_ACTIVE, "idle": POLL_IDLE}})
 
 
 @require_safe

@@ -148,7 +148,8 @@
         width: Math.max(200, box.clientWidth),
         height: box.clientHeight || 190,
         legend: { show: false },
-        cursor: { drag: { x: true, y: false }, points: { size: 5 } },
+        // One hover cursor for the whole page: every chart with the same x shows the same step.
+        cursor: { drag: { x: true, y: false }, points: { size: 5 }, sync: { key: built.time ? "run-time" : "run-step" } },
         scales: { x: { time: built.time }, y: chart.yRange ? { range: chart.yRange } : {} },
         axes: [xa, ya],
         series: built.series,
@@ -174,6 +175,8 @@
     if (first) built.data[first].forEach(function (v) { if (v != null) sum += v; });
     panel.dataset.drawn = "1";
     panel.dataset.sum = sum.toFixed(6);
+    var main = chart.sources[0];
+    if (main && main.step.length) panel.dataset.lastStep = String(main.step[main.step.length - 1]);
   }
 
   function redrawAll() {
@@ -204,19 +207,22 @@
     var chart = panel._chart;
     if (chart.loading) return;
     chart.loading = true;
+    chart.stale = false;
     Promise.all(runs.map(function (run) {
       return fetch(seriesUrl(run.id, chart.key), { credentials: "same-origin", headers: { Accept: "application/json" } })
         .then(function (r) { return r.ok ? r.json() : null; })
         .catch(function () { return null; })
         .then(function (s) {
           if (!s) return null;
-          return { label: run.name, color: run.color, step: s.step, time: s.time, value: s.value, lo: s.min, hi: s.max };
+          return { runId: run.id, label: run.name, color: run.color, step: s.step, time: s.time, value: s.value, lo: s.min, hi: s.max };
         });
     })).then(function (sources) {
       chart.sources = sources.filter(Boolean);
       chart.loaded = true;
+      chart.loading = false;
       panel.dataset.loaded = "1";
       draw(panel);
+      if (chart.stale) loadMetric(panel);  // points arrived while this was loading
     });
   }
 
@@ -237,6 +243,21 @@
     return panel;
   }
 
+  var familyGrids = {};
+
+  function familySection(name, count) {
+    var det = el("details", "family");
+    det.open = true;
+    det.dataset.family = name;
+    var sum = el("summary", null, name);
+    sum.appendChild(el("span", "count", count + " chart" + (count === 1 ? "" : "s")));
+    det.appendChild(sum);
+    var grid = el("div", "chart-grid");
+    det.appendChild(grid);
+    familyGrids[name] = grid;
+    return det;
+  }
+
   function buildFamilies(root, firstRoot) {
     var groups = {};
     cfg.keys.forEach(function (k) {
@@ -247,22 +268,18 @@
     var names = Object.keys(groups).sort(function (a, b) { return familyRank(a) - familyRank(b) || a.localeCompare(b); });
     if (!names.length) root.appendChild(el("p", "muted", "No metrics logged yet."));
     names.forEach(function (name) {
-      var det = el("details", "family");
-      det.open = true;
-      det.dataset.family = name;
-      var sum = el("summary", null, name);
-      sum.appendChild(el("span", "count", groups[name].length + " chart" + (groups[name].length === 1 ? "" : "s")));
-      det.appendChild(sum);
-      var grid = el("div", "chart-grid");
+      var det = familySection(name, groups[name].length);
+      var grid = familyGrids[name];
       groups[name].sort(function (a, b) { return keyRank(a) - keyRank(b) || a.localeCompare(b); })
         .forEach(function (key) { grid.appendChild(metricPanel(key)); });
-      det.appendChild(grid);
       // The reward family leads the page, above GRPO health; the rest follow it.
       (name === "reward" && firstRoot ? firstRoot : root).appendChild(det);
     });
   }
 
   // ---------------------------------------------------------------- GRPO health
+
+  var health = { started: false, load: null };
 
   function healthPanels(grid) {
     var specs = [
@@ -301,28 +318,38 @@
       return { panel: panel, spec: spec };
     });
     cfg.keys.forEach(function (k) { if (isHealthKey(k.key)) grid.appendChild(metricPanel(k.key)); });
-    var started = false;
     var first = made[0].panel;
-    first._load = function () {
-      if (started) return;
-      started = true;
-      fetch(cfg.healthUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
+    var family = document.getElementById("health-family");
+    // A run without training rollouts (an eval, a metrics-only run) shows no health section; a
+    // live run gets it when its first rollouts with a step arrive (refreshHealth).
+    health.load = function () {
+      return fetch(cfg.healthUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
         .then(function (r) { return r.ok ? r.json() : null; })
+        .catch(function () { return null; })
         .then(function (h) {
+          var none = h && !h.step.length;
+          if (family) family.hidden = !!none;
+          if (none) return;
           made.forEach(function (m) {
             var chart = m.panel._chart;
             chart.loaded = true;
             if (!h) { chart.emptyText = "could not load"; draw(m.panel); return; }
             if (m.spec.optional === "cost" && !h.cost.some(function (v) { return v != null; })) {
-              m.panel.remove();
+              m.panel.hidden = true;
               return;
             }
+            m.panel.hidden = false;
             chart.sources = m.spec.build(h);
-            if (chart.sources.length > 1) addLegend(m.panel, chart.sources);
+            if (chart.sources.length > 1 && !m.panel.querySelector(".panel-legend")) addLegend(m.panel, chart.sources);
             draw(m.panel);
           });
         });
     };
+    if (!cfg.health) {
+      if (family) family.hidden = true;
+      return;
+    }
+    first._load = function () { if (!health.started) { health.started = true; health.load(); } };
     observer.observe(first);
   }
 
@@ -340,6 +367,62 @@
     });
     panel.appendChild(legend);
   }
+
+  // ---------------------------------------------------------------- live (used by live.js)
+
+  function panelOf(key) {
+    for (var i = 0; i < panels.length; i++) if (panels[i].dataset.key === key) return panels[i];
+    return null;
+  }
+
+  // A key the page did not have: a new panel in its family (a new family goes after the others).
+  function addKey(key) {
+    var placeholder = document.querySelector("#charts > p.muted");
+    if (placeholder) placeholder.remove();
+    var name = isHealthKey(key) ? null : family(key);
+    var grid = name ? familyGrids[name] : document.getElementById("health-grid");
+    if (!grid) {
+      var det = familySection(name, 1);
+      var root = name === "reward" ? document.getElementById("charts-first") : document.getElementById("charts");
+      root.appendChild(det);
+      grid = familyGrids[name];
+    }
+    var panel = metricPanel(key);
+    grid.appendChild(panel);
+    return panel;
+  }
+
+  // Append the main run's new points (step > the chart's last step) to every loaded chart.
+  function appendPoints(points, truncated) {
+    Object.keys(points).forEach(function (key) {
+      var panel = panelOf(key) || addKey(key);
+      var chart = panel._chart;
+      if (chart.loading) { chart.stale = true; return; }
+      if (!chart.loaded) return;  // not scrolled to yet: it reads the whole series when it is
+      var src = chart.sources.filter(function (x) { return x.runId === cfg.run.id; })[0];
+      if (!src || truncated.indexOf(key) >= 0 || src.step.length > 2 * BUCKETS) { loadMetric(panel); return; }
+      var p = points[key], last = src.step.length ? src.step[src.step.length - 1] : -Infinity, added = 0;
+      for (var i = 0; i < p.step.length; i++) {
+        if (p.step[i] <= last) continue;
+        src.step.push(p.step[i]);
+        src.time.push(p.time[i]);
+        src.value.push(p.value[i]);
+        src.lo.push(p.value[i]);
+        src.hi.push(p.value[i]);
+        added++;
+      }
+      if (added) draw(panel);
+    });
+  }
+
+  window.deeprepoCharts = {
+    appendPoints: appendPoints,
+    refreshHealth: function () {
+      if (!health.load) return Promise.resolve();
+      health.started = true;
+      return health.load();
+    },
+  };
 
   // ---------------------------------------------------------------- toolbar
 
