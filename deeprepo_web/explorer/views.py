@@ -14,6 +14,7 @@ from django.views.decorators.http import require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.explorer import selectors
+from deeprepo_web.explorer.evalsummary import eval_mean_rewards, run_eval_summary, scoreboard, wants_summary
 from deeprepo_web.explorer.health import grpo_health
 from deeprepo_web.explorer.live import POLL_ACTIVE, POLL_IDLE, run_live_state
 from deeprepo_web.explorer.rows import run_row_html
@@ -36,6 +37,16 @@ def _query(request: HttpRequest) -> selectors.RunQuery:
     )
 
 
+def _rewards(runs: list[Run]) -> dict[int, selectors.RunReward]:
+    """The reward column: the reward series, else (evals) the mean reward of the rollouts."""
+    rewards = selectors.run_rewards(runs=runs)
+    means = eval_mean_rewards(runs=[r for r in runs if r.pk not in rewards])
+    for pk, (mean, n) in means.items():
+        rewards[pk] = selectors.RunReward(key=f"mean reward of {n} rollout{'s' if n != 1 else ''}", last=mean,
+                                          points=[])
+    return rewards
+
+
 def _qs(query: selectors.RunQuery, **changes: Any) -> str:
     params = {k: v for k, v in {**query.__dict__, **changes}.items() if v not in ("", None)}
     if params.get("sort") == "-created":
@@ -50,7 +61,7 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
     query = _query(request)
     page = page_param(request)
     runs, has_next = selectors.run_table(project=proj, query=query, page=page, per_page=PER_PAGE)
-    rewards = selectors.run_rewards(runs=runs)
+    rewards = _rewards(runs)
     project_url = reverse("project", args=[proj.slug])
     rows: list[SafeString] = []
     previous: object = object()
@@ -102,7 +113,7 @@ def project_rows(request: HttpRequest, slug: str) -> JsonResponse:
     proj, _ = access.project_for_user(request.user, slug)
     ids = [i for i in request.GET.get("ids", "").split(",") if i][:MAX_LIVE_ROWS]
     runs = list(Run.objects.filter(project=proj, public_id__in=ids))
-    rewards = selectors.run_rewards(runs=runs)
+    rewards = _rewards(runs)
     project_url = reverse("project", args=[proj.slug])
     rows = {run.public_id: run_row_html(run, url=f"{project_url}runs/{run.public_id}/", reward=rewards.get(run.pk),
                                         group_key="", group=None) for run in runs}
@@ -127,22 +138,27 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
             continue  # a run the user may not read is silently left out of the overlay
         overlay.append({"id": other.public_id, "name": other.name})
     evals = list(Run.objects.filter(parent=run).order_by("checkpoint_step", "created_at")[:200])
+    has_step_rollouts = Rollout.objects.filter(run=run, step__isnull=False).exists()
+    summary = run_eval_summary(run=run) if wants_summary(run=run, has_step_rollouts=has_step_rollouts) else None
     chart_config = {
         "run": {"id": run.public_id, "name": run.name},
         "overlay": overlay,
-        "keys": [{"key": s["key"], "count": s["count"]} for s in series],
+        # A series of one point is a number, not a curve: it goes to the scoreboard instead.
+        "keys": [{"key": s["key"], "count": s["count"]} for s in series if s["count"] > 1],
         "seriesUrl": "/api/v1/runs/",
         "healthUrl": reverse("run_health", args=[run.project.slug, run.public_id]),
         "liveUrl": reverse("run_live", args=[run.project.slug, run.public_id]),
         "live": run_live_state(run=run).as_dict(),
         "poll": {"active": POLL_ACTIVE, "idle": POLL_IDLE},
         # GRPO health needs training rollouts (with a step); without them the section stays hidden.
-        "health": Rollout.objects.filter(run=run, step__isnull=False).exists(),
+        "health": has_step_rollouts,
     }
     return render(request, "explorer/run.html", {
         "project": run.project,
         "run": run,
         "series_count": len(series),
+        "summary": summary,
+        "scoreboard": scoreboard(series=series, summary=summary),
         "evals": evals,
         "overlay": overlay,
         "chart_config": chart_config,

@@ -266,7 +266,13 @@
       (groups[f] = groups[f] || []).push(k.key);
     });
     var names = Object.keys(groups).sort(function (a, b) { return familyRank(a) - familyRank(b) || a.localeCompare(b); });
-    if (!names.length) root.appendChild(el("p", "muted", "No metrics logged yet."));
+    if (!names.length) {
+      // A finished run whose numbers are all on the scoreboard needs no chart tools.
+      var numbers = document.getElementById("scoreboard") || document.getElementById("eval-summary");
+      var bar = document.getElementById("chart-toolbar");
+      if (numbers && cfg.live && cfg.live.final) { if (bar) bar.hidden = true; }
+      else root.appendChild(el("p", "muted", "No metrics logged yet."));
+    }
     names.forEach(function (name) {
       var det = familySection(name, groups[name].length);
       var grid = familyGrids[name];
