@@ -65,11 +65,15 @@ def test_open_run_page_grows_while_the_client_logs(browser_page: Any, live_serve
 
     # A key that appears mid-run gets its own chart; rollouts bring GRPO health.
     run.log({"reward": 0.9, "eval/score": 0.5}, step=14)
+    _wait_stored(run.id, 14)
+    page.wait_for_timeout(2500)  # one point of a new key is not a curve: no chart for it yet
+    assert page.locator('.panel[data-key="eval/score"]').count() == 0
+    run.log({"reward": 0.95, "eval/score": 0.6}, step=15)
     run.log_rollouts([rollout(f"ex-{g}", reward=float((g + i) % 2), step=s, sample_index=i, uid=f"{s}-{g}-{i}",
                               turns=1) for s in range(3) for g in range(2) for i in range(2)])
     page.wait_for_selector('.panel[data-key="eval/score"]', timeout=10_000)
     page.locator('.panel[data-key="eval/score"]').scroll_into_view_if_needed()  # panels load when seen
-    page.wait_for_selector('.panel[data-key="eval/score"][data-last-step="14"]', timeout=10_000)
+    page.wait_for_selector('.panel[data-key="eval/score"][data-last-step="15"]', timeout=10_000)
     page.evaluate("window.scrollTo(0, 0)")
     expect(page.locator("#health-family")).to_be_visible(timeout=15_000)
     page.wait_for_selector('#health-grid .panel[data-health="reward"][data-last-step="2"]', timeout=15_000)

@@ -1,6 +1,6 @@
 // Run page charts: one uPlot panel per metric key, loaded lazily from the downsampled series
 // endpoint, grouped into families by key prefix; EMA smoothing, step or wall-time x axis, min/max
-// band, several runs overlaid; plus the GRPO health panels computed from rollouts on the server.
+// band, several runs overlaid. GRPO health (health.js) and live updates (live.js) use its panels.
 // Data arrives through json_script (#chart-config); no inline scripts (CSP).
 "use strict";
 (function () {
@@ -283,97 +283,6 @@
     });
   }
 
-  // ---------------------------------------------------------------- GRPO health
-
-  var health = { started: false, load: null };
-
-  function healthPanels(grid) {
-    var specs = [
-      { title: "dead groups (fraction of groups)", yRange: [0, 1], build: function (h) {
-        return [
-          { label: "all-fail", color: "#c92a2a", step: h.step, value: h.frac_all_fail },
-          { label: "all-pass", color: "#2b8a3e", step: h.step, value: h.frac_all_pass },
-          { label: "any zero-variance", color: "#868e96", step: h.step, value: h.frac_dead, dash: [4, 3] },
-        ];
-      } },
-      { title: "reward distribution (p10–p90, p25–p75, median, mean)", build: function (h) {
-        return [
-          { label: "p10–p90", color: "#3b5bdb", step: h.step, lo: h.p10, hi: h.p90, bandOnly: true, bandAlpha: 0.1 },
-          { label: "p25–p75", color: "#3b5bdb", step: h.step, lo: h.p25, hi: h.p75, bandOnly: true, bandAlpha: 0.2 },
-          { label: "median", color: "#3b5bdb", step: h.step, value: h.p50 },
-          { label: "mean", color: "#e8590c", step: h.step, value: h.mean, dash: [4, 3] },
-        ];
-      } },
-      { title: "turns per rollout", build: function (h) {
-        return [{ label: "turns", color: "#7048e8", step: h.step, value: h.turns }];
-      } },
-      { title: "tokens per rollout", build: function (h) {
-        return [
-          { label: "input", color: "#1098ad", step: h.step, value: h.input_tokens },
-          { label: "output", color: "#f08c00", step: h.step, value: h.output_tokens },
-        ];
-      } },
-      { title: "cost per step", optional: "cost", build: function (h) {
-        return [{ label: "cost", color: "#5c940d", step: h.step, value: h.cost }];
-      } },
-    ];
-    var made = specs.map(function (spec) {
-      var panel = makePanel(spec.title, { noTime: true, yRange: spec.yRange, emptyText: "no training rollouts with steps" });
-      panel.dataset.health = spec.optional || spec.title.split(" ")[0];
-      grid.appendChild(panel);
-      return { panel: panel, spec: spec };
-    });
-    cfg.keys.forEach(function (k) { if (isHealthKey(k.key)) grid.appendChild(metricPanel(k.key)); });
-    var first = made[0].panel;
-    var family = document.getElementById("health-family");
-    // A run without training rollouts (an eval, a metrics-only run) shows no health section; a
-    // live run gets it when its first rollouts with a step arrive (refreshHealth).
-    health.load = function () {
-      return fetch(cfg.healthUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
-        .then(function (r) { return r.ok ? r.json() : null; })
-        .catch(function () { return null; })
-        .then(function (h) {
-          var none = h && !h.step.length;
-          if (family) family.hidden = !!none;
-          if (none) return;
-          made.forEach(function (m) {
-            var chart = m.panel._chart;
-            chart.loaded = true;
-            if (!h) { chart.emptyText = "could not load"; draw(m.panel); return; }
-            if (m.spec.optional === "cost" && !h.cost.some(function (v) { return v != null; })) {
-              m.panel.hidden = true;
-              return;
-            }
-            m.panel.hidden = false;
-            chart.sources = m.spec.build(h);
-            if (chart.sources.length > 1 && !m.panel.querySelector(".panel-legend")) addLegend(m.panel, chart.sources);
-            draw(m.panel);
-          });
-        });
-    };
-    if (!cfg.health) {
-      if (family) family.hidden = true;
-      return;
-    }
-    first._load = function () { if (!health.started) { health.started = true; health.load(); } };
-    observer.observe(first);
-  }
-
-  // One swatch and label per series; a band-only series (a quantile range) gets a band swatch.
-  function addLegend(panel, sources) {
-    var legend = el("div", "panel-legend");
-    sources.forEach(function (s) {
-      var span = el("span");
-      var sw = el("span", "swatch");
-      sw.style.background = s.bandOnly ? alpha(s.color, s.bandAlpha * 2) : s.color;
-      if (s.bandOnly) sw.style.height = "8px";
-      span.appendChild(sw);
-      span.appendChild(document.createTextNode(s.label));
-      legend.appendChild(span);
-    });
-    panel.appendChild(legend);
-  }
-
   // ---------------------------------------------------------------- live (used by live.js)
 
   function panelOf(key) {
@@ -399,9 +308,17 @@
   }
 
   // Append the main run's new points (step > the chart's last step) to every loaded chart.
+  var newKeySteps = {};  // steps seen of keys the page has no chart for: one point is not a curve yet
+
   function appendPoints(points, truncated) {
     Object.keys(points).forEach(function (key) {
-      var panel = panelOf(key) || addKey(key);
+      var panel = panelOf(key);
+      if (!panel) {
+        var seen = newKeySteps[key] = newKeySteps[key] || {};
+        points[key].step.forEach(function (x) { seen[x] = true; });
+        if (Object.keys(seen).length < 2) return;
+        panel = addKey(key);
+      }
       var chart = panel._chart;
       if (chart.loading) { chart.stale = true; return; }
       if (!chart.loaded) return;  // not scrolled to yet: it reads the whole series when it is
@@ -424,10 +341,11 @@
   window.deeprepoCharts = {
     appendPoints: appendPoints,
     refreshHealth: function () {
-      if (!health.load) return Promise.resolve();
-      health.started = true;
-      return health.load();
+      return window.deeprepoHealth ? window.deeprepoHealth.refresh() : Promise.resolve();
     },
+    // What health.js draws with.
+    parts: { makePanel: makePanel, draw: draw, metricPanel: metricPanel, isHealthKey: isHealthKey,
+             observer: observer, alpha: alpha, el: el, cfg: function () { return cfg; } },
   };
 
   // ---------------------------------------------------------------- toolbar
@@ -467,7 +385,7 @@
     });
     runLegend();
     var health = document.getElementById("health-grid");
-    if (health) healthPanels(health);
+    if (health && window.deeprepoHealth) window.deeprepoHealth.build(health, window.deeprepoCharts.parts);
     buildFamilies(document.getElementById("charts"), document.getElementById("charts-first"));
 
     var slider = document.getElementById("chart-smoothing");
