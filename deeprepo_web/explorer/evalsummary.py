@@ -101,11 +101,16 @@ class Score:
     ci: stats.Interval | None = None
 
 
+def is_curve(series: Mapping[str, Any]) -> bool:
+    """Two steps or more, and a finite value among them (min_value is kept over finite values only)."""
+    return (series["count"] or 0) > 1 and series.get("min_value") is not None
+
+
 def scoreboard(*, series: Sequence[Mapping[str, Any]], summary: EvalSummary | None) -> list[Score]:
     """The run's metrics with a single point, as numbers; the CI where the rollouts give one."""
     out = []
     for s in series:
-        if (s["count"] or 0) > 1:
+        if is_curve(s):
             continue
         key = str(s["key"])
         ci = summary.interval_of(key) if summary else None

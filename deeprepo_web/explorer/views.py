@@ -14,7 +14,13 @@ from django.views.decorators.http import require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.explorer import selectors
-from deeprepo_web.explorer.evalsummary import eval_mean_rewards, run_eval_summary, scoreboard, wants_summary
+from deeprepo_web.explorer.evalsummary import (
+    eval_mean_rewards,
+    is_curve,
+    run_eval_summary,
+    scoreboard,
+    wants_summary,
+)
 from deeprepo_web.explorer.health import grpo_health
 from deeprepo_web.explorer.live import POLL_ACTIVE, POLL_IDLE, run_live_state
 from deeprepo_web.explorer.rows import run_row_html
@@ -125,7 +131,7 @@ def project_rows(request: HttpRequest, slug: str) -> JsonResponse:
 def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     run = access.run_for_user(request.user, run_id, slug=slug)
     series = list(
-        MetricSeries.objects.filter(run=run).order_by("key").values("key", "count", "last_value")[:2000]
+        MetricSeries.objects.filter(run=run).order_by("key").values("key", "count", "last_value", "min_value")[:2000]
     )
     overlay: list[dict[str, str]] = []
     for other_id in request.GET.get("overlay", "").split(",")[:MAX_OVERLAY]:
@@ -143,8 +149,9 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     chart_config = {
         "run": {"id": run.public_id, "name": run.name},
         "overlay": overlay,
-        # A series of one point is a number, not a curve: it goes to the scoreboard instead.
-        "keys": [{"key": s["key"], "count": s["count"]} for s in series if s["count"] > 1],
+        # A series of one point (or with no finite value) is a number, not a curve: it goes to the
+        # scoreboard instead.
+        "keys": [{"key": s["key"], "count": s["count"]} for s in series if is_curve(s)],
         "seriesUrl": "/api/v1/runs/",
         "healthUrl": reverse("run_health", args=[run.project.slug, run.public_id]),
         "liveUrl": reverse("run_live", args=[run.project.slug, run.public_id]),

@@ -126,7 +126,8 @@ def test_eval_page_shows_numbers_not_empty_boxes(browser_page: Any, live_server:
     one, _ = _one_point_run(team)
     page.goto(f"{live_server.url}/p/demo/runs/{one.public_id}/")
     page.wait_for_load_state("networkidle")
-    assert page.locator("#scoreboard .score").count() == 3
+    assert page.locator("#scoreboard .score").count() == 4
+    assert page.locator('#scoreboard .score[data-key="kl"] .value').inner_text() == "nan"
     assert page.locator('.panel[data-key="reward"]').count() == 0  # a point is not a curve
     assert page.locator('.panel[data-key="loss"][data-drawn="1"]').count() == 1
     assert page.locator(".panel .empty").count() == 0 and page.locator("#health-family").is_hidden()
@@ -141,4 +142,6 @@ def _one_point_run(team: Any) -> tuple[Run, bool]:
     run, created = run_create(project=team.project, name="step-40-eval", kind="eval", status="finished")
     metrics_ingest(run=run, points=[{"step": 40, "values": {"reward": 0.61, "accuracy": 0.5, "eval/len": 812.0}}])
     metrics_ingest(run=run, points=[{"step": s, "values": {"loss": 1.0 / (s + 1)}} for s in range(5)])
+    # Two steps but never a number (a diverged metric): nothing to draw either.
+    metrics_ingest(run=run, points=[{"step": s, "values": {"kl": float("nan")}} for s in range(2)])
     return run, created
