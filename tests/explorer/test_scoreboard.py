@@ -145,3 +145,13 @@ def _one_point_run(team: Any) -> tuple[Run, bool]:
     # Two steps but never a number (a diverged metric): nothing to draw either.
     metrics_ingest(run=run, points=[{"step": s, "values": {"kl": float("nan")}} for s in range(2)])
     return run, created
+
+
+@pytest.mark.django_db
+def test_one_point_reward_has_a_number_but_no_sparkline(client: Any, team: Any) -> None:
+    run, _ = _one_point_run(team)
+    client.force_login(team.viewer)
+    table = client.get("/p/demo/").content.decode()
+    row = re.search(rf'<tr data-run="{run.public_id}">.*?</tr>', table, re.S)
+    assert row is not None and ">0.61</td>" in row.group(0)
+    assert "<polyline" not in row.group(0)  # a flat line from one point would read as "steady"
