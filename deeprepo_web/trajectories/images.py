@@ -62,6 +62,21 @@ def plain_images(text: str, slug: str | None) -> SafeString:
     return _with_images(text, slug, richtext.plain_html)
 
 
+_ANY_BLOB = re.compile(r"blob:([0-9a-f]{64})")
+MAX_THUMBS = 12
+
+
+def value_thumbnails(value: Any, slug: str | None) -> SafeString:
+    """Thumbnails of the blob images anywhere in a JSON value (tool arguments), at most MAX_THUMBS."""
+    if not slug or value is None:
+        return mark_safe("")
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    if "blob:" not in text:
+        return mark_safe("")
+    shas = list(dict.fromkeys(_ANY_BLOB.findall(text)))[:MAX_THUMBS]
+    return mark_safe("".join(thumbnail(slug, sha) for sha in shas))  # noqa: S308 - thumbnail escapes
+
+
 def _part_text(part: Any) -> str:
     if isinstance(part, str):
         return part

@@ -107,7 +107,8 @@ def test_trajectory_with_images_is_small_and_shows_thumbnails(browser_page: Any,
     assert response is not None and len(response.body()) < 200_000
     page.click("details.tj-prompt summary")
     thumbs = page.locator("a.thumb img")
-    assert thumbs.count() >= 3  # prompt part, the turn's Markdown image, the tool output
+    assert thumbs.count() == 4  # prompt part, the turn's Markdown image, the tool's argument and output
+    assert page.locator(".arg-images a.thumb").count() == 1
     page.wait_for_function("() => [...document.querySelectorAll('a.thumb img')].every(i => i.complete && i.naturalWidth > 0)")
     widths = page.evaluate("[...document.querySelectorAll('details.tj-prompt a.thumb img')].map(i => i.naturalWidth)")
     assert widths == [300]  # the full image behind a thumbnail

@@ -26,6 +26,12 @@ def plain(text: str | None, slug: str | None = None) -> SafeString:
 
 
 @register.filter
+def thumbs(value: Any, slug: str | None = None) -> SafeString:
+    """Thumbnails of the images (blob URLs) inside a JSON value such as a tool call's arguments."""
+    return images.value_thumbnails(value, slug)
+
+
+@register.filter
 def message_text(content: Any) -> str:
     """A prompt message's content (a string, or a list of text and image parts) as Markdown."""
     return images.message_text(content)
