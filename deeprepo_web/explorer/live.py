@@ -1,6 +1,6 @@
 """What an open run page polls while the run is live: status, the newest step, the newest rollout.
 
-One small read a poll (three index lookups), so an idle page costs the server almost nothing; the
+One small read a poll (the run's series rows and one index lookup), so an idle page costs the server almost nothing; the
 page fetches new points (`series?after=`) and GRPO health only when these numbers moved.
 """
 
@@ -26,6 +26,7 @@ class LiveState:
     final: bool
     last_step: int | None  # the largest step of any metric key
     keys: int  # how many metric keys the run has
+    points: int  # how many points in all: moves when a key is logged late at a step already seen
     rollout: int | None  # the id of its newest rollout: grows when rollouts arrive
     active: bool  # received data in the last ACTIVE_SECONDS: the page polls quickly
 
@@ -36,13 +37,13 @@ class LiveState:
 def run_live_state(*, run: Run) -> LiveState:
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT (SELECT max(last_step) FROM runs_metricseries WHERE run_id = %(r)s), "
-            "(SELECT count(*) FROM runs_metricseries WHERE run_id = %(r)s), "
-            "(SELECT max(id) FROM runs_rollout WHERE run_id = %(r)s)",
+            "SELECT max(last_step), count(*), coalesce(sum(count), 0), "
+            "(SELECT max(id) FROM runs_rollout WHERE run_id = %(r)s) FROM runs_metricseries WHERE run_id = %(r)s",
             {"r": run.pk},
         )
-        last_step, keys, rollout = cur.fetchone()
+        last_step, keys, points, rollout = cur.fetchone()
     final = run.status in FINAL_RUN_STATUSES
     age = (timezone.now() - run.updated_at).total_seconds() if run.updated_at else None
-    return LiveState(status=run.status, final=final, last_step=last_step, keys=keys, rollout=rollout,
+    return LiveState(status=run.status, final=final, last_step=last_step, keys=keys, points=int(points),
+                     rollout=rollout,
                      active=not final and age is not None and age < ACTIVE_SECONDS)

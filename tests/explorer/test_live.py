@@ -24,9 +24,9 @@ def _stored_step(run_id: str, key: str = "reward") -> int | None:
     return None if s is None else s.last_step
 
 
-def _wait_stored(run_id: str, step: int, timeout: float = 10.0) -> None:
+def _wait_stored(run_id: str, step: int, timeout: float = 10.0, key: str = "reward") -> None:
     end = time.monotonic() + timeout
-    while (_stored_step(run_id) or -1) < step:
+    while (_stored_step(run_id, key) or -1) < step:
         assert time.monotonic() < end, f"the client did not deliver step {step}"
         time.sleep(0.05)
 
@@ -42,7 +42,9 @@ def test_open_run_page_grows_while_the_client_logs(browser_page: Any, live_serve
                                spool_dir=tmp_path, flush_interval=0.1)
     for step in range(8):
         run.log({"reward": 0.1 + step / 20, "loss/policy": 1 - step / 20}, step=step)
+    run.log({"eval/acc": 0.25}, step=5)  # one point so far: a number on the scoreboard
     _wait_stored(run.id, 7)
+    _wait_stored(run.id, 5, key="eval/acc")
 
     page = browser_page(team.viewer)
     page.goto(f"{live_server.url}/p/demo/runs/{run.id}/")
@@ -77,6 +79,16 @@ def test_open_run_page_grows_while_the_client_logs(browser_page: Any, live_serve
     page.evaluate("window.scrollTo(0, 0)")
     expect(page.locator("#health-family")).to_be_visible(timeout=15_000)
     page.wait_for_selector('#health-grid .panel[data-health="reward"][data-last-step="2"]', timeout=15_000)
+    # The scoreboard's one-point metric gets a second step: its tile follows, then becomes a chart.
+    tile = page.locator('#scoreboard .score[data-key="eval/acc"]')
+    assert tile.locator(".value").inner_text() == "0.25"
+    run.log({"eval/acc": 0.5}, step=15)
+    expect(tile).to_have_count(0, timeout=10_000)
+    page.locator('.panel[data-key="eval/acc"]').scroll_into_view_if_needed()
+    page.wait_for_selector('.panel[data-key="eval/acc"][data-last-step="15"]', timeout=10_000)
+    assert page.locator("#scoreboard").is_hidden()
+    assert page.locator('details[data-family="eval"] summary .count').inner_text() == "2 charts"
+    page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=os.path.join(screenshot_dir, "run-live.png"), full_page=True)
 
     # The run ends: the header says so and polling stops.

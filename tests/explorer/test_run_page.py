@@ -38,10 +38,13 @@ def test_live_state_follows_points_rollouts_and_the_end(client: Any, team: Any, 
     url = f"/p/demo/runs/{seeded.beta.public_id}/live/"
     first = client.get(url).json()
     assert first["status"] == "running" and first["final"] is False and first["last_step"] == 2
-    assert first["keys"] == 2 and first["rollout"] is None and 'id="run-status"' in first["header"]
+    assert first["keys"] == 2 and first["points"] == 6 and first["rollout"] is None
+    assert 'id="run-status"' in first["header"]
     metrics_ingest(run=seeded.beta, points=[{"step": 3, "values": {"reward": 1.0, "kl": 0.1}}])
     second = client.get(url).json()
-    assert second["last_step"] == 3 and second["keys"] == 3
+    assert second["last_step"] == 3 and second["keys"] == 3 and second["points"] == 8
+    metrics_ingest(run=seeded.beta, points=[{"step": 3, "values": {"eval/acc": 0.5}}])  # late, same step
+    assert client.get(url).json()["points"] == 9
     run_finish(run=seeded.beta)
     assert client.get(url).json()["final"] is True
     client.force_login(team.outsider)

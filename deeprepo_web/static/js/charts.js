@@ -304,17 +304,22 @@
     }
     var panel = metricPanel(key);
     grid.appendChild(panel);
+    var count = grid.parentElement && grid.parentElement.querySelector("summary .count");
+    var n = grid.querySelectorAll(".panel").length;
+    if (count && name) count.textContent = n + " chart" + (n === 1 ? "" : "s");
     return panel;
   }
 
   // Append the main run's new points (step > the chart's last step) to every loaded chart.
   var newKeySteps = {};  // steps seen of keys the page has no chart for: one point is not a curve yet
 
-  function appendPoints(points, truncated) {
+  // `before`: keys that already had one point when the page was made (the scoreboard's).
+  function appendPoints(points, truncated, before) {
     Object.keys(points).forEach(function (key) {
       var panel = panelOf(key);
       if (!panel) {
         var seen = newKeySteps[key] = newKeySteps[key] || {};
+        if (before && before[key]) seen.before = true;
         points[key].step.forEach(function (x) { seen[x] = true; });
         if (Object.keys(seen).length < 2) return;
         panel = addKey(key);
@@ -345,7 +350,7 @@
     },
     // What health.js draws with.
     parts: { makePanel: makePanel, draw: draw, metricPanel: metricPanel, isHealthKey: isHealthKey,
-             observer: observer, alpha: alpha, el: el, cfg: function () { return cfg; } },
+             observer: observer, alpha: alpha, el: el, fmt: fmt, cfg: function () { return cfg; } },
   };
 
   // ---------------------------------------------------------------- toolbar

@@ -21,11 +21,40 @@
     if (box.firstElementChild) old.replaceWith(box.firstElementChild);
   }
 
+  // Scoreboard tiles (metrics that had one point) follow their newest value; a key with a second
+  // step becomes a chart, and its tile goes.
+  function updateScoreboard(points) {
+    var before = {}, fmt = window.deeprepoCharts.parts.fmt;
+    Object.keys(points).forEach(function (key) {
+      var tile = document.querySelector('#scoreboard .score[data-key="' + CSS.escape(key) + '"]');
+      var p = points[key];
+      if (!tile || !p.step.length) return;
+      before[key] = true;
+      var value = tile.querySelector(".value");
+      if (value) value.textContent = fmt(p.value[p.value.length - 1]);
+      tile.dataset.pending = "1";
+    });
+    return before;
+  }
+
+  function dropChartedTiles() {
+    document.querySelectorAll("#scoreboard .score[data-pending]").forEach(function (tile) {
+      if (document.querySelector('.panel[data-key="' + CSS.escape(tile.dataset.key) + '"]')) tile.remove();
+      else delete tile.dataset.pending;
+    });
+    var board = document.getElementById("scoreboard");
+    if (board && !board.querySelector(".score")) board.hidden = true;
+  }
+
   function fetchPoints(upTo) {
-    var url = cfg.seriesUrl + encodeURIComponent(cfg.run.id) + "/series?after=" + encodeURIComponent(after);
+    // From the newest step the page has, inclusive: trainers log eval or timing keys in a second
+    // call at the same step; the charts skip what they already have.
+    var url = cfg.seriesUrl + encodeURIComponent(cfg.run.id) + "/series?after=" + encodeURIComponent(after - 1);
     return getJSON(url).then(function (res) {
       if (!res) return;
-      window.deeprepoCharts.appendPoints(res.points, res.truncated || []);
+      var before = updateScoreboard(res.points);
+      window.deeprepoCharts.appendPoints(res.points, res.truncated || [], before);
+      dropChartedTiles();
       after = upTo;
     });
   }
@@ -51,7 +80,7 @@
       cfg.poll = s.poll;
       swapHeader(s.header);
       var now = Date.now(), work = [];
-      if (s.last_step != null && (after == null || s.last_step > after || s.keys !== state.keys)) {
+      if (s.last_step != null && (s.last_step > after || s.keys !== state.keys || s.points !== state.points)) {
         lastChange = now;
         work.push(fetchPoints(s.last_step));
       }
@@ -70,7 +99,7 @@
     cfg = JSON.parse(src.textContent);
     state = cfg.live;
     if (!cfg.liveUrl || !state || state.final) return;
-    after = state.last_step == null ? -1 : state.last_step;
+    after = state.last_step == null ? 0 : state.last_step;
     document.body.dataset.live = "polling";
     schedule(false);
     // A hidden tab polls slowly; coming back looks at once.
