@@ -167,6 +167,7 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         "summary": summary,
         "scoreboard": scoreboard(series=series, summary=summary),
         "evals": evals,
+        "eval_rewards": {pk: r.last for pk, r in _rewards(evals).items()},
         "overlay": overlay,
         "chart_config": chart_config,
         "final": run.status in FINAL_RUN_STATUSES,

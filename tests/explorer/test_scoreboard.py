@@ -155,3 +155,20 @@ def test_one_point_reward_has_a_number_but_no_sparkline(client: Any, team: Any) 
     row = re.search(rf'<tr data-run="{run.public_id}">.*?</tr>', table, re.S)
     assert row is not None and ">0.61</td>" in row.group(0)
     assert "<polyline" not in row.group(0)  # a flat line from one point would read as "steady"
+
+
+@pytest.mark.django_db
+def test_train_run_lists_its_evals_with_their_reward(client: Any, team: Any) -> None:
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.services import run_create
+    from tests.factories import rollout
+
+    train, _ = run_create(project=team.project, name="grpo", status="finished")
+    ev, _ = run_create(project=team.project, name="grpo-eval-40", kind="eval", parent=train, checkpoint_step=40,
+                       status="finished")
+    rollouts_ingest(run=ev, rollouts=[rollout(f"ex-{i}", reward=r, step=None, uid=f"e{i}")
+                                      for i, r in enumerate([0.0, 0.25, 0.5, 0.75])])
+    client.force_login(team.viewer)
+    html = client.get(f"/p/demo/runs/{train.public_id}/").content.decode()
+    row = re.search(r"<tr><td class=\"num\">40</td>.*?</tr>", html, re.S)
+    assert row is not None and '<td class="num">0.375</td>' in row.group(0)
