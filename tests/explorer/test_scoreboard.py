@@ -172,3 +172,27 @@ def test_train_run_lists_its_evals_with_their_reward(client: Any, team: Any) -> 
     html = client.get(f"/p/demo/runs/{train.public_id}/").content.decode()
     row = re.search(r"<tr><td class=\"num\">40</td>.*?</tr>", html, re.S)
     assert row is not None and '<td class="num">0.375</td>' in row.group(0)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_run_with_165_keys_folds_its_families(browser_page: Any, live_server: Any, team: Any, samples: Path,
+                                             screenshot_dir: str) -> None:
+    (run,) = _imported(team, samples / PRIME)
+    page = browser_page(team.viewer)
+    page.goto(f"{live_server.url}/p/demo/runs/{run.public_id}/")
+    page.wait_for_selector('.panel[data-key="reward/all/mean"][data-drawn="1"]')
+    open_panels = page.locator("details.family[open] .panel[data-key]").count()
+    assert 0 < open_panels <= 24 + 12 and page.locator("details.family:not([open])").count() > 0
+    assert page.evaluate("document.body.scrollHeight") < 8000  # was ~17,000 px with every family open
+    name = page.locator("#charts details.family:not([open])").first.get_attribute("data-family")
+    folded = page.locator(f'#charts details.family[data-family="{name}"]')
+    folded.locator("summary").click()
+    folded.locator('.panel[data-drawn="1"]').first.wait_for()
+    page.fill("#chart-filter", "decode_len/all/max")  # a match inside a folded family is shown
+    expect_visible = page.locator('.panel[data-key="decode_len/all/max"]')
+    expect_visible.wait_for(state="visible")
+    page.wait_for_selector('#health-grid .panel[data-drawn="1"]')  # its one step of rollouts (40)
+    assert page.locator('#health-grid .panel[data-health="tokens"]').is_hidden()  # no token counts: no box
+    page.screenshot(path=os.path.join(screenshot_dir, "run-prime-hosted.png"), full_page=False)
+    assert page.watched.errors == []

@@ -98,7 +98,9 @@
       var smooth = src.value && src.smooth !== false && !src.bandOnly;
       if (src.value && !src.bandOnly) {
         cols.push(ema(t.v, smooth ? state.smoothing : 0));
-        series.push({ label: src.label, stroke: src.color, width: src.width || 1.6, dash: src.dash, spanGaps: true, points: { show: false } });
+        // A line needs two points: a lone one (GRPO health of a run with one step) is drawn as a dot.
+        series.push({ label: src.label, stroke: src.color, width: src.width || 1.6, dash: src.dash, spanGaps: true,
+                      points: { show: t.x.length < 2, size: 7, fill: src.color } });
         src._main = idx++;
       }
       if (smooth) {
@@ -244,6 +246,7 @@
   }
 
   var familyGrids = {};
+  var OPEN_CHARTS = 24;
 
   function familySection(name, count) {
     var det = el("details", "family");
@@ -273,8 +276,13 @@
       if (numbers && cfg.live && cfg.live.final) { if (bar) bar.hidden = true; }
       else root.appendChild(el("p", "muted", "No metrics logged yet."));
     }
+    var shown = 0;
     names.forEach(function (name) {
       var det = familySection(name, groups[name].length);
+      // Runs with hundreds of keys: families open in order while they add up to OPEN_CHARTS charts,
+      // the rest start folded (a click opens one and its charts load then).
+      det.open = name === "reward" || shown < OPEN_CHARTS;
+      if (det.open) shown += groups[name].length;
       var grid = familyGrids[name];
       groups[name].sort(function (a, b) { return keyRank(a) - keyRank(b) || a.localeCompare(b); })
         .forEach(function (key) { grid.appendChild(metricPanel(key)); });
@@ -365,6 +373,7 @@
         if (hit) shown++;
       });
       det.classList.toggle("hidden", shown === 0);
+      if (q && shown) det.open = true;  // a match inside a folded family is shown
     });
   }
 

@@ -59,12 +59,14 @@
             var chart = m.panel._chart;
             chart.loaded = true;
             if (!h) { chart.emptyText = "could not load"; C.draw(m.panel); return; }
-            if (m.spec.optional === "cost" && !h.cost.some(function (v) { return v != null; })) {
-              m.panel.hidden = true;
-              return;
-            }
-            m.panel.hidden = false;
-            chart.sources = m.spec.build(h);
+            var sources = m.spec.build(h);
+            // A panel with nothing to draw (no costs, no token counts in these rollouts) is left out.
+            var any = sources.some(function (src) {
+              return (src.value || src.lo || []).some(function (v) { return v != null; });
+            });
+            m.panel.hidden = !any;
+            if (!any) return;
+            chart.sources = sources;
             if (chart.sources.length > 1 && !m.panel.querySelector(".panel-legend")) addLegend(m.panel, chart.sources);
             C.draw(m.panel);
           });
