@@ -21,6 +21,7 @@ from deeprepo_web.api.auth import ingest_auth, read_auth, run_for
 from deeprepo_web.api.errors import loads, pydantic_error_line
 from deeprepo_web.front.http import MAX_PAGE
 from deeprepo_web.runs import schemas, selectors, services
+from deeprepo_web.runs.ingest.images import images_offload
 from deeprepo_web.runs.ingest.metrics import metrics_ingest as store_metrics
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest as store_rollouts
 from deeprepo_web.runs.models import Rollout, Run
@@ -126,6 +127,7 @@ def metrics_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
     with _refusal_noted(request, run, "metrics"):
         points = _batch(request, schemas.metric_batch, "points")
         stored = store_metrics(run=run, points=points)
+    services.run_touch(run=run)
     return {"received": sum(len(p["values"]) for p in points), "stored": stored}
 
 
@@ -135,14 +137,23 @@ def rollouts_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
     run = run_for(request, run_id, write=True)
     with _refusal_noted(request, run, "rollouts"):
         rollouts = _batch(request, schemas.rollout_batch, "rollouts")
+        rollouts = images_offload(run=run, rollouts=rollouts, body=request.body)  # base64 images -> blob store
         stored = store_rollouts(run=run, rollouts=rollouts)
+    services.run_touch(run=run)
     return {"received": len(rollouts), "stored": stored}
 
 
 @router.get("/runs/{run_id}/series", auth=read_auth)
-def series(request: HttpRequest, run_id: str, key: str | None = None, buckets: int = 1000) -> dict[str, Any]:
-    """Without `key`: the run's metric keys. With it: the downsampled series (≤ 2,000 buckets)."""
+def series(request: HttpRequest, run_id: str, key: str | None = None, buckets: int = 1000,
+           after: int | None = None) -> dict[str, Any]:
+    """Without `key`: the run's metric keys. With it: the downsampled series (≤ 2,000 buckets).
+
+    With `after`: the raw points past that step, of `key` or of every key (≤ 2,000 a key), which is
+    what a live chart appends; keys listed in `truncated` had more and should be read whole.
+    """
     run = run_for(request, run_id)
+    if after is not None:
+        return selectors.series_after(run=run, after=after, key=key)
     if key is None:
         return {"keys": selectors.series_keys(run=run)}
     result = selectors.series_downsampled(run=run, key=key, buckets=buckets)

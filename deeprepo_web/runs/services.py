@@ -93,6 +93,20 @@ def run_finish(*, run: Run, status: str = RunStatus.FINISHED) -> Run:
     return run_update(run=run, status=status)
 
 
+# A run that received data this recently counts as live for open pages (explorer.live); the touch
+# that records it is skipped while the last one is this fresh, so a busy run costs one UPDATE a while.
+TOUCH_EVERY_SECONDS = 2.0
+
+
+def run_touch(*, run: Run) -> None:
+    """Mark that points or rollouts just arrived (Run.updated_at), at most every TOUCH_EVERY_SECONDS."""
+    now = timezone.now()
+    if run.updated_at and (now - run.updated_at).total_seconds() < TOUCH_EVERY_SECONDS:
+        return
+    Run.objects.filter(pk=run.pk).update(updated_at=now)
+    run.updated_at = now
+
+
 def run_delete(*, run: Run) -> dict[str, int]:
     """Delete a run with its rows and its stored objects; returns counts of what went.
 

@@ -57,3 +57,15 @@ def scalar_items(summary: Any) -> list[tuple[str, Any]]:
 @register.filter
 def get(mapping: Any, key: str) -> Any:
     return mapping.get(key, "") if isinstance(mapping, dict) else ""
+
+
+@register.filter
+def pct(value: Any) -> str:
+    """A share in [0, 1] as a percentage with one decimal ("—" when unknown)."""
+    if value is None:
+        return "—"
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return "—"
+    return "—" if not math.isfinite(v) else f"{100 * v:.1f} %"

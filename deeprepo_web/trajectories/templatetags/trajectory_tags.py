@@ -9,19 +9,32 @@ from urllib.parse import urlencode
 from django import template
 from django.utils.safestring import SafeString
 
-from deeprepo_web.trajectories import richtext
+from deeprepo_web.trajectories import images, richtext
 
 register = template.Library()
 
 
 @register.filter
-def md(text: str | None) -> SafeString:
-    return richtext.markdown_html(text or "")
+def md(text: str | None, slug: str | None = None) -> SafeString:
+    """Sanitized Markdown; with the project's slug, its blob images become thumbnails."""
+    return images.markdown_images(text or "", slug)
 
 
 @register.filter
-def plain(text: str | None) -> SafeString:
-    return richtext.plain_html(text or "")
+def plain(text: str | None, slug: str | None = None) -> SafeString:
+    return images.plain_images(text or "", slug)
+
+
+@register.filter
+def thumbs(value: Any, slug: str | None = None) -> SafeString:
+    """Thumbnails of the images (blob URLs) inside a JSON value such as a tool call's arguments."""
+    return images.value_thumbnails(value, slug)
+
+
+@register.filter
+def message_text(content: Any) -> str:
+    """A prompt message's content (a string, or a list of text and image parts) as Markdown."""
+    return images.message_text(content)
 
 
 @register.filter
