@@ -67,7 +67,9 @@ def _qs(query: selectors.RunQuery, **changes: Any) -> str:
 def project(request: HttpRequest, slug: str) -> HttpResponse:
     proj, membership = access.project_for_user(request.user, slug)
     query = _query(request)
-    group_keys = grouping.config_keys(project=proj)
+    table_only = is_htmx(request, "runs-table")
+    # The table partial needs the config keys only to resolve (or say it cannot find) a group-by key.
+    group_keys = grouping.config_keys(project=proj) if query.group or not table_only else []
     if query.group:
         query.group_paths = tuple(grouping.group_paths(query.group, group_keys))
     page = page_param(request)
@@ -107,7 +109,7 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
                for name in ("started", "created", "metric:reward")},
         },
     }
-    if is_htmx(request, "runs-table"):
+    if table_only:
         return render(request, "explorer/runs.html#table", context)
     context["facets"] = selectors.run_facets(project=proj)
     context["statuses"] = RunStatus.values

@@ -92,7 +92,7 @@ def test_open_run_page_grows_while_the_client_logs(browser_page: Any, live_serve
     page.screenshot(path=os.path.join(screenshot_dir, "run-live.png"), full_page=True)
 
     # The run ends: the header says so and polling stops.
-    assert run.finish() is True
+    assert run.finish().ok
     expect(page.locator("#run-status .status")).to_have_text("finished", timeout=10_000)
     page.wait_for_selector("body[data-live=stopped]")
     polls: list[str] = []
