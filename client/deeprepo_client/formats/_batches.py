@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from ..records import Event, MetricPoint, MetricsEvent, Problem, RolloutRecord, RolloutsEvent
+from ._json import iter_jsonl
 from ._values import num
 
 ROLLOUT_BATCH = 500
@@ -53,3 +55,18 @@ def numeric_values(row: dict[str, Any], skip: Iterable[str] = ()) -> dict[str, f
         elif isinstance(v, int | float):
             out[k] = num(v)
     return out
+
+
+def jsonl_points(path: Path, *, partial_ok: bool, time_key: str,
+                 time: Callable[[Any], float | None] = num) -> Iterator[MetricPoint | Problem]:
+    """Metric points of a JSON-lines file of `{step, <time_key>, key: number, ...}` rows."""
+    for item in iter_jsonl(path, partial_ok=partial_ok):
+        if isinstance(item, Problem):
+            yield item
+            continue
+        lineno, row = item
+        if not isinstance(row, dict) or num(row.get("step")) is None:
+            yield Problem(str(path), lineno, "metrics line without a step")
+            continue
+        yield {"step": int(row["step"]), "time": time(row.get(time_key)),
+               "values": numeric_values(row, skip=("step", time_key))}

@@ -14,11 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..records import Event, MetricPoint, MetricsEvent, Problem, RolloutRecord, RunEvent, RunRecord
-from ._batches import batch_points, batch_rollouts, numeric_values
+from ..records import Event, MetricsEvent, Problem, RolloutRecord, RunEvent, RunRecord
+from ._batches import batch_points, batch_rollouts, jsonl_points
 from ._chat import last_assistant_text, messages_to_turns
 from ._groups import assign_groups, eval_run, step_point
-from ._json import iter_jsonl
 from ._stepfiles import SETTLE_SECONDS, already_sent, file_times, read_whole
 from ._values import maybe_json, num, parse_time, short_hash
 
@@ -34,19 +33,6 @@ def looks_like_model_dir(path: Path) -> bool:
     if traj.is_dir() and any(STEP_FILE.match(f.name) for d in traj.iterdir() if d.is_dir() for f in d.iterdir()):
         return True
     return (path / "history.jsonl").is_file() and (path / "state.json").is_file()
-
-
-def _history(path: Path, partial_ok: bool) -> Iterator[MetricPoint | Problem]:
-    for item in iter_jsonl(path, partial_ok=partial_ok):
-        if isinstance(item, Problem):
-            yield item
-            continue
-        lineno, row = item
-        if not isinstance(row, dict) or num(row.get("step")) is None:
-            yield Problem(str(path), lineno, "history line without a step")
-            continue
-        yield {"step": int(row["step"]), "time": parse_time(row.get("recorded_at")),
-               "values": numeric_values(row, skip=("step", "recorded_at"))}
 
 
 def _message(m: dict[str, Any]) -> dict[str, Any]:
@@ -115,7 +101,7 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     yield RunEvent("train", run)
     history = folder / "history.jsonl"
     if history.is_file():
-        yield from batch_points("train", _history(history, partial_ok))
+        yield from batch_points("train", jsonl_points(history, partial_ok=partial_ok, time_key="recorded_at", time=parse_time))
     traj = folder / "trajectories"
     splits = sorted(d for d in traj.iterdir() if d.is_dir()) if traj.is_dir() else []
     for d in sorted(splits, key=lambda d: d.name != "train"):

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..records import Event, MetricPoint, Problem, RolloutRecord, RunEvent, TurnRecord
-from ._batches import batch_points, batch_rollouts, numeric_values
+from ..records import Event, Problem, RolloutRecord, RunEvent, TurnRecord
+from ._batches import batch_points, batch_rollouts, jsonl_points
 from ._chat import last_assistant_text, messages_to_turns
 from ._json import iter_jsonl
 from ._values import err_text, num, short_hash, tokens
@@ -104,19 +104,6 @@ def episode_to_rollout(ep: dict[str, Any], uid: str, split: str, step_hint: int 
     return r
 
 
-def _points(path: Path, partial_ok: bool) -> Iterator[MetricPoint | Problem]:
-    for item in iter_jsonl(path, partial_ok=partial_ok):
-        if isinstance(item, Problem):
-            yield item
-            continue
-        lineno, row = item
-        if not isinstance(row, dict) or num(row.get("step")) is None:
-            yield Problem(str(path), lineno, "metrics line without a step")
-            continue
-        yield {"step": int(row["step"]), "time": num(row.get("time")),
-               "values": numeric_values(row, skip=("step", "time"))}
-
-
 def parse_traces(files: list[Path], root: Path, partial_ok: bool, refs: dict[str, str]) -> Iterator[Event]:
     for f in files:
         rel = f.relative_to(root) if f.is_relative_to(root) else Path(f.name)
@@ -169,5 +156,5 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     yield RunEvent("train", {"name": root.name, "kind": "train", "source": "prime-rl", "method": "grpo",
                              "external_id": f"{root.name}:train", "status": "finished"})
     if metrics_file is not None:
-        yield from batch_points("train", _points(metrics_file, partial_ok))
+        yield from batch_points("train", jsonl_points(metrics_file, partial_ok=partial_ok, time_key="time"))
     yield from parse_traces(traces, root, partial_ok, refs)
