@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from django.urls import reverse
@@ -29,7 +30,7 @@ def thumbnail(slug: str, sha: str, alt: str = "image") -> SafeString:
                        '<img src="{}" alt="{}" loading="lazy"></a>', url, url, alt or "image")
 
 
-def _with_images(text: str, slug: str, render: Any) -> SafeString:
+def _with_images(text: str, slug: str, render: Callable[[str], SafeString]) -> SafeString:
     nonce = secrets.token_hex(8)
     found: list[tuple[str, str]] = []
 
@@ -42,24 +43,24 @@ def _with_images(text: str, slug: str, render: Any) -> SafeString:
     return mark_safe(swap.sub(lambda m: thumbnail(slug, *found[int(m.group(1))]), html))  # noqa: S308
 
 
-def markdown_images(text: str, slug: str | None) -> SafeString:
-    """Sanitized Markdown of `text`, its blob images as thumbnails (when the project is known)."""
+def _rendered(text: str, slug: str | None, render: Callable[[str], SafeString]) -> SafeString:
+    """`render(text)`, its blob images as thumbnails (when the project is known)."""
     bare = _BARE.fullmatch(text) if slug and text.startswith(("blob:", " ", "\n")) else None
     if bare and slug:
         return thumbnail(slug, bare.group("sha"))
     if not slug or "](blob:" not in text:
-        return richtext.markdown_html(text)
-    return _with_images(text, slug, richtext.markdown_html)
+        return render(text)
+    return _with_images(text, slug, render)
+
+
+def markdown_images(text: str, slug: str | None) -> SafeString:
+    """Sanitized Markdown of `text`, its blob images as thumbnails."""
+    return _rendered(text, slug, richtext.markdown_html)
 
 
 def plain_images(text: str, slug: str | None) -> SafeString:
     """Escaped plain text of `text`, its blob images as thumbnails."""
-    bare = _BARE.fullmatch(text) if slug and text.startswith(("blob:", " ", "\n")) else None
-    if bare and slug:
-        return thumbnail(slug, bare.group("sha"))
-    if not slug or "](blob:" not in text:
-        return richtext.plain_html(text)
-    return _with_images(text, slug, richtext.plain_html)
+    return _rendered(text, slug, richtext.plain_html)
 
 
 _ANY_BLOB = re.compile(r"blob:([0-9a-f]{64})")
