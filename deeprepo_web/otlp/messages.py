@@ -37,7 +37,7 @@ def _arguments(value: Any) -> Any:
 
 
 def _call(raw: dict[str, Any]) -> dict[str, Any]:
-    fn = raw.get("function") if isinstance(raw.get("function"), dict) else raw
+    fn: dict[str, Any] = raw["function"] if isinstance(raw.get("function"), dict) else raw
     return {"id": raw.get("id") or raw.get("tool_call_id"), "name": str(fn.get("name") or "unknown"),
             "arguments": _arguments(fn.get("arguments"))}
 
@@ -117,7 +117,7 @@ def _legacy(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[d
     outputs: list[dict[str, Any]] = []
     for rec in sorted(records, key=lambda r: r.get("time_ns") or 0):
         name = rec.get("name") or rec.get("event_name") or rec.get("attributes", {}).get("event.name")
-        body = rec.get("body") if isinstance(rec.get("body"), dict) else rec.get("attributes") or {}
+        body: dict[str, Any] = rec["body"] if isinstance(rec.get("body"), dict) else rec.get("attributes") or {}
         if name in _LEGACY_ROLES:
             inputs.append(message(body, _LEGACY_ROLES[name]))
         elif name == "gen_ai.choice":

@@ -224,7 +224,9 @@ class _Turns:
         self.assistants.append((span["start_ns"], turn))
 
     def attach(self, tool: dict[str, Any]) -> None:
-        """An executed tool: fill the call the model made, or add it to the turn before it."""
+        """An executed tool: fill the call the model made, or add it to the turn before it. What the
+        tool span says wins over the copy of its result in the model's next input (an agent may
+        shorten that copy)."""
         start = tool.pop("_start", 0)
         call = self.calls_by_id.get(tool.get("call_id") or "")
         if call is None:
@@ -235,7 +237,7 @@ class _Turns:
             before[-1].setdefault("tool_calls", []).append(tool)
             return
         for key, value in tool.items():
-            if value is not None and (call.get(key) is None or key in ("duration", "sub_calls", "is_error")):
+            if value is not None and (call.get(key) is None or key in ("output", "duration", "sub_calls", "is_error")):
                 call[key] = value
 
 
