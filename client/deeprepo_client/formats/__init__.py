@@ -19,6 +19,7 @@ from typing import Any
 from ..records import Detected, Event, MetricsEvent, Problem, RewardsEvent, RolloutsEvent, RunEvent
 from . import inspect as inspect_fmt
 from . import openhands, prime_hosted, prime_rl, swe_agent, swebench, trl, verifiers
+from . import wandb as wandb_fmt
 from ._json import LFS_PREFIX
 from ._patches import patch_touches_tests
 from ._zips import SafeZip, ZipLimits, ZipRejected, rmtree_quiet
@@ -101,6 +102,8 @@ def _detect_file(path: Path) -> Detected | None:
         head = f.read(HEAD_BYTES)
     if head.startswith(LFS_PREFIX):
         return Detected("git_lfs_pointer", str(path), {"pointer": head[:300].decode("utf-8", "replace")})
+    if wandb_fmt.is_wandb_log(head):
+        return Detected("wandb", str(path))
     if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
         try:
             with zipfile.ZipFile(path) as z:
@@ -126,6 +129,8 @@ def _detect_file(path: Path) -> Detected | None:
 def _detect_dir_specific(path: Path) -> Detected | None:
     """A folder that is one run in a known layout."""
     names = {p.name for p in path.iterdir()}
+    if wandb_fmt.is_run_or_runs(path, names):
+        return Detected("wandb", str(path))
     if {"metrics_raw.json", "rollouts_raw.json"} & names:
         return Detected("prime_hosted", str(path))
     if "results.jsonl" in names:
@@ -270,6 +275,7 @@ FORMATS: dict[str, Parser] = {
     "swebench_summary": swebench.parse_summary,
     "swebench_reports": swebench.parse_reports,
     "prime_rl": prime_rl.parse,
+    "wandb": wandb_fmt.parse,
 }
 
 
