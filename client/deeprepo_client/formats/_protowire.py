@@ -36,17 +36,26 @@ def fields(buf: bytes) -> Iterator[tuple[int, Any]]:
     64-bit fields (doubles are the only 64-bit fields we read), an int for 32-bit ones."""
     pos = 0
     end = len(buf)
+    value: Any
     while pos < end:
-        key, pos = _varint(buf, pos)
-        value: Any
+        # One-byte tags and lengths are nearly all of them: read those without a call.
+        key = buf[pos]
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = _varint(buf, pos)
         number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(buf, pos)
-        elif wire == 2:
-            size, pos = _varint(buf, pos)
+        if wire == 2:
+            size = buf[pos] if pos < end else 0x80
+            if size < 0x80:
+                pos += 1
+            else:
+                size, pos = _varint(buf, pos)
             if pos + size > end:
                 raise WireError(f"field {number}: {size} bytes announced, {end - pos} left")
             value, pos = buf[pos:pos + size], pos + size
+        elif wire == 0:
+            value, pos = _varint(buf, pos)
         elif wire == 1:
             if pos + 8 > end:
                 raise WireError("truncated 64-bit field")

@@ -21,10 +21,12 @@ from ._batches import batch_points, batch_rollouts
 from ._protowire import WireError
 from ._values import num
 from .wandb_log import Damage, is_wandb_log, records  # noqa: F401 (is_wandb_log: for detection)
-from .wandb_records import record
+from .wandb_records import ALL, record
 from .wandb_tables import table_rollouts
 
 _INTERNAL = ("_step", "_runtime", "_timestamp", "_wandb")
+_HISTORY = frozenset({"history"})
+_NOT_HISTORY = ALL - _HISTORY
 
 
 def run_logs(path: Path) -> list[Path]:
@@ -107,7 +109,7 @@ def _scan(log: Path, meta: _Meta | None, problems: list[Problem]) -> Iterator[tu
             continue
         offset, buf = entry
         try:
-            rec = record(buf)
+            rec = record(buf, _NOT_HISTORY if meta is not None else _HISTORY)
         except (WireError, UnicodeDecodeError, ValueError) as exc:
             if meta is not None:
                 problems.append(Problem(str(log), None, f"byte {offset}: record is not a W&B Record ({exc}); skipped"))

@@ -16,8 +16,19 @@ from ._protowire import fields, signed, text
 HISTORY, SUMMARY, CONFIG, FILES, METRIC, RUN, EXIT = 2, 3, 5, 6, 12, 17, 18
 
 
+_NUMBER_START = frozenset("-0123456789NI")
+
+
 def _value_json(raw: str) -> Any:
-    # Python's json reads the bare NaN / Infinity W&B writes; an undecodable value stays text.
+    # Nearly every value is a number: float() reads those (and the bare NaN / Infinity W&B writes)
+    # many times faster than json; the rest goes to json, and what json refuses stays text.
+    if raw and raw[0] in _NUMBER_START:
+        if raw.isdigit():
+            return int(raw)
+        try:
+            return float(raw) if not raw.lstrip("-").isdigit() else int(raw)
+        except ValueError:
+            pass
     try:
         return json.loads(raw)
     except ValueError:
@@ -101,9 +112,20 @@ def _run(buf: bytes) -> dict[str, Any]:
     return out
 
 
-def record(buf: bytes) -> tuple[str, Any] | None:
-    """(kind, content) of one Record, or None for a record type an import does not need."""
+ALL = frozenset({"history", "summary", "config", "metric", "run", "exit", "files"})
+_KINDS = {HISTORY: "history", SUMMARY: "summary", CONFIG: "config", METRIC: "metric", RUN: "run", EXIT: "exit",
+          FILES: "files"}
+
+
+def record(buf: bytes, kinds: frozenset[str] = ALL) -> tuple[str, Any] | None:
+    """(kind, content) of one Record, or None for a record type an import does not need or that is
+    not among `kinds` (those are not decoded: a pass that wants only history skips the rest cheaply)."""
     for number, v in fields(buf):
+        kind = _KINDS.get(number)
+        if kind is None:
+            continue
+        if kind not in kinds:
+            return None
         if number == HISTORY:
             return "history", _history(v)
         if number == SUMMARY:
