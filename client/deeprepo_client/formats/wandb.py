@@ -219,6 +219,9 @@ def _parse_log(log: Path, ref: str) -> Iterator[Event]:
     for _ in _scan(log, meta, problems):
         pass
     yield RunEvent(ref, _run_record(log, meta))
+    if meta.exit_code is None:
+        problems.append(Problem(str(log), None, "no exit record: the run was still running, crashed, or the file "
+                                                "is cut short; imported as crashed"))
     yield from problems
     history = _History(log, meta)
     yield from batch_points(ref, history.points())
