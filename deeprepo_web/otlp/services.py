@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 from django.db import connection, transaction
 
+from deeprepo_client.formats._genai_trace import rollout_from_items, run_model
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.otlp.decode import Item
-from deeprepo_web.otlp.rollout import rollout_from_items, run_model
 from deeprepo_web.runs import services as run_services
 from deeprepo_web.runs.ingest.pg import dumps, execute_binary
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest

@@ -1,4 +1,5 @@
-"""The spans of one trace into one rollout record (pure: no ORM).
+"""The spans of one trace into one rollout record (pure). Used by the OTLP receiver and the MLflow
+importer (whose spans are translated to GenAI attributes first).
 
 The trace is walked from its roots in time order. Chat spans at the top (or under the outermost
 `invoke_agent`) are the agent's own model calls: their messages become turns, one assistant turn
@@ -12,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from deeprepo_web.otlp.messages import span_messages
+from ._genai_messages import span_messages
 
 LLM_OPS = {"chat", "text_completion", "generate_content"}
 TOOL_OPS = {"execute_tool"}
@@ -142,10 +143,16 @@ class _Trace:
 
 
 def _find_rl(spans: list[dict[str, Any]], keys: tuple[str, ...]) -> Any:
+    """The first of `keys` on the spans (root first), else any `<prefix>.<key>` (`grpo.step`)."""
     for span in spans:
         for key in keys:
             value = span["attributes"].get(key)
             if value is not None:
+                return value
+    suffixes = tuple("." + k for k in keys if "." not in k)
+    for span in spans:
+        for key, value in span["attributes"].items():
+            if key.endswith(suffixes) and not key.startswith("gen_ai.") and value is not None:
                 return value
     return None
 
@@ -163,6 +170,7 @@ class _Turns:
         self.calls_by_id: dict[str, dict[str, Any]] = {}
         self.assistants: list[tuple[int, dict[str, Any]]] = []  # (start ns of the call, turn)
         self.prompt: list[dict[str, Any]] = []
+        self.executed: set[int] = set()  # calls already filled by a tool span
 
     def add(self, span: dict[str, Any], system: str | None, inputs: list[dict[str, Any]],
             outputs: list[dict[str, Any]]) -> None:
@@ -229,6 +237,12 @@ class _Turns:
         shorten that copy)."""
         start = tool.pop("_start", 0)
         call = self.calls_by_id.get(tool.get("call_id") or "")
+        if call is None and not tool.get("call_id"):
+            # no id (MLflow tool spans): the first call of that name the model made before it
+            call = next((c for s, t in self.assistants if s <= start for c in t.get("tool_calls") or []
+                         if c.get("name") == tool["name"] and id(c) not in self.executed), None)
+        if call is not None:
+            self.executed.add(id(call))
         if call is None:
             before = [t for s, t in self.assistants if s <= start] or [t for _, t in self.assistants[:1]]
             if not before:
