@@ -18,6 +18,7 @@ from typing import Any
 
 from ..records import Detected, Event, MetricsEvent, Problem, RewardsEvent, RolloutsEvent, RunEvent
 from . import inspect as inspect_fmt
+from . import mlflow as mlflow_fmt
 from . import openhands, prime_hosted, prime_rl, swe_agent, swebench, trl, verifiers
 from . import wandb as wandb_fmt
 from ._json import LFS_PREFIX
@@ -131,6 +132,8 @@ def _detect_dir_specific(path: Path) -> Detected | None:
     names = {p.name for p in path.iterdir()}
     if wandb_fmt.is_run_or_runs(path, names):
         return Detected("wandb", str(path))
+    if mlflow_fmt.is_export(path, names):
+        return Detected("mlflow", str(path))
     if {"metrics_raw.json", "rollouts_raw.json"} & names:
         return Detected("prime_hosted", str(path))
     if "results.jsonl" in names:
@@ -276,6 +279,7 @@ FORMATS: dict[str, Parser] = {
     "swebench_reports": swebench.parse_reports,
     "prime_rl": prime_rl.parse,
     "wandb": wandb_fmt.parse,
+    "mlflow": mlflow_fmt.parse,
 }
 
 
