@@ -20,6 +20,7 @@ from ..records import Detected, Event, MetricsEvent, Problem, RewardsEvent, Roll
 from . import inspect as inspect_fmt
 from . import mlflow as mlflow_fmt
 from . import openhands, prime_hosted, prime_rl, swe_agent, swebench, trl, verifiers
+from . import trackio as trackio_fmt
 from . import wandb as wandb_fmt
 from ._json import LFS_PREFIX
 from ._patches import patch_touches_tests
@@ -105,6 +106,8 @@ def _detect_file(path: Path) -> Detected | None:
         return Detected("git_lfs_pointer", str(path), {"pointer": head[:300].decode("utf-8", "replace")})
     if wandb_fmt.is_wandb_log(head):
         return Detected("wandb", str(path))
+    if head.startswith(trackio_fmt.SQLITE) and trackio_fmt.is_project(path):
+        return Detected("trackio", str(path))
     if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
         try:
             with zipfile.ZipFile(path) as z:
@@ -134,6 +137,8 @@ def _detect_dir_specific(path: Path) -> Detected | None:
         return Detected("wandb", str(path))
     if mlflow_fmt.is_export(path, names):
         return Detected("mlflow", str(path))
+    if any(n.endswith(".db") for n in names) and trackio_fmt.is_project(path):
+        return Detected("trackio", str(path))
     if {"metrics_raw.json", "rollouts_raw.json"} & names:
         return Detected("prime_hosted", str(path))
     if "results.jsonl" in names:
@@ -280,6 +285,7 @@ FORMATS: dict[str, Parser] = {
     "prime_rl": prime_rl.parse,
     "wandb": wandb_fmt.parse,
     "mlflow": mlflow_fmt.parse,
+    "trackio": trackio_fmt.parse,
 }
 
 

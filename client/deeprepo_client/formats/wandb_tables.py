@@ -67,6 +67,12 @@ def table_rollouts(path: Path, run_dir: Path, key: str, step: int, run_id: str) 
     columns, data = (doc.get("columns"), doc.get("data")) if isinstance(doc, dict) else (None, None)
     if not isinstance(columns, list) or not isinstance(data, list):
         return [Problem(str(path), None, "a W&B table needs a 'columns' list and a 'data' list")]
+    return rows_rollouts(columns, data, str(path), key, step, run_id, run_dir)
+
+
+def rows_rollouts(columns: list[Any], data: list[Any], where: str, key: str, step: int, run_id: str,
+                  run_dir: Path) -> list[RolloutRecord | Problem]:
+    """Rows of a table (W&B's, MLflow's or Trackio's) as rollouts, when its columns look like rollouts."""
     roles = rollout_columns(columns)
     if roles is None:
         return []
@@ -74,8 +80,8 @@ def table_rollouts(path: Path, run_dir: Path, key: str, step: int, run_id: str) 
     seen: dict[str, int] = {}
     for i, row in enumerate(data):
         if not isinstance(row, list) or len(row) != len(columns):
-            out.append(Problem(str(path), None, f"row {i}: {len(row) if isinstance(row, list) else 'not a list'} "
-                                                f"cells for {len(columns)} columns"))
+            out.append(Problem(where, None, f"row {i}: {len(row) if isinstance(row, list) else 'not a list'} "
+                                            f"cells for {len(columns)} columns"))
             continue
 
         def cell(role: str, row: list[Any] = row) -> Any:
@@ -94,11 +100,11 @@ def table_rollouts(path: Path, run_dir: Path, key: str, step: int, run_id: str) 
         extra = {str(c): v for c, v in zip(columns, row, strict=True)
                  if columns.index(c) not in roles.values() and isinstance(v, int | float | str | bool)}
         record: RolloutRecord = {
-            "uid": f"wandb-{short_hash(run_id, key, path.name, i, n=32)}",
+            "uid": f"table-{short_hash(run_id, key, where.rsplit('/', 1)[-1], step, i, n=32)}",
             "example_key": example if len(example) <= 200 else "prompt:" + short_hash(example, n=32),
             "prompt": prompt, "step": int(row_step) if row_step is not None else step, "sample_index": sample,
             "reward": num(cell("reward")), "final_answer": completion, "turns": turns,
-            "metrics": {"wandb_table": key, **{k: v for k, v in extra.items() if not isinstance(v, str) or len(v) <= 500}},
+            "metrics": {"table": key, **{k: v for k, v in extra.items() if not isinstance(v, str) or len(v) <= 500}},
         }
         if cell("answer") is not None:
             record["oracle"] = str(cell("answer"))
