@@ -37,6 +37,7 @@ def wandb_dir(tmp_path_factory: Any) -> Path:
 
 def _check_run(run: Run, name: str) -> None:
     assert (run.name, run.source, run.status, run.model) == (name, "wandb", "finished", "tiny-policy")
+    assert run.started_at and run.finished_at and run.finished_at >= run.started_at
     assert sorted(run.tags) == ["grpo", "import"] and run.notes == "written offline"
     assert {k: run.config[k] for k in ("lr", "model", "rollout")} == {"lr": 0.001, "model": "tiny-policy",
                                                                        "rollout": {"n": 2}}

@@ -132,12 +132,14 @@ def _run_record(log: Path, meta: _Meta) -> RunRecord:
     if axes:
         wandb_info["x_axes"] = axes
     status = "crashed" if meta.exit_code is None else ("finished" if meta.exit_code == 0 else "failed")
+    start, runtime = info.get("start_time"), num(meta.summary.get("_runtime"))
+    end = start + runtime if start and runtime is not None and meta.exit_code is not None else None
     return {
         "name": info.get("display_name") or info.get("run_id") or log.parent.name,
         "status": status, "config": {**config, "_wandb": wandb_info}, "tags": list(info.get("tags") or []),
         "notes": info.get("notes") or "", "source": "wandb",
         "external_id": f"{info.get('project', '')}/{info.get('run_id') or log.parent.name}"[:200],
-        "started_at": info.get("start_time"), "model": str(config.get("model") or "")[:500],
+        "started_at": start, "finished_at": end, "model": str(config.get("model") or "")[:500],
         "summary": {k: v for k, v in meta.summary.items() if not k.startswith("_")},
     }
 
