@@ -124,3 +124,31 @@ def test_shared_samples_031_and_0179(samples: Path, do_import: Any, folder: str)
     assert Rollout.objects.filter(run=run).count() == 12
     assert sorted(set(Rollout.objects.filter(run=run).values_list("step", flat=True))) == [1, 30, 60]
     assert run.summary["best_eval_accuracy"] == run.summary["eval/accuracy"]
+
+
+def test_cloud_export_parquet_history_and_tables(do_import: Any, tmp_path: Path) -> None:
+    # W&B's cloud cannot be reached from here: the downloaded export is laid out by the test as the
+    # `wandb-history` artifact and the run files are (Parquet with _step, _timestamp, one column a key).
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    run = tmp_path / "grpo-cloud-run"
+    (run / "history").mkdir(parents=True)
+    steps = list(range(1, 101))
+    pq.write_table(pa.table({"_step": steps, "_timestamp": [1.8e9 + s for s in steps], "_runtime": steps,
+                             "train/reward": [reward(s) for s in steps],
+                             "eval/acc": [s / 100 if s % 10 == 0 else None for s in steps]}),
+                   run / "history" / "0000.parquet")
+    (run / "config.yaml").write_text("_wandb:\n  value: {}\nlr:\n  desc: null\n  value: 0.002\n")
+    (run / "wandb-summary.json").write_text('{"train/reward": 5.0, "_step": 100}')
+    (run / "media").mkdir()
+    (run / "media" / "samples.table.json").write_text(
+        '{"columns": ["global_step", "text", "reward"], "data": [[100, "a completion", 0.5]]}')
+    report = do_import(run)
+    assert report.format == "wandb_export" and not report.problems, report.problems
+    stored = Run.objects.get()
+    assert (stored.name, stored.config, stored.summary) == ("grpo-cloud-run", {"lr": 0.002}, {"train/reward": 5.0})
+    assert _series(stored, "train/reward") == {s: reward(s) for s in steps}
+    assert _series(stored, "eval/acc") == {s: s / 100 for s in steps if s % 10 == 0}
+    [(step, reward_value, answer)] = Rollout.objects.values_list("step", "reward", "final_answer")
+    assert (step, reward_value, answer) == (100, 0.5, "a completion")

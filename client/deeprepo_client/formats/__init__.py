@@ -19,7 +19,7 @@ from typing import Any
 from ..records import Detected, Event, MetricsEvent, Problem, RewardsEvent, RolloutsEvent, RunEvent
 from . import inspect as inspect_fmt
 from . import mlflow as mlflow_fmt
-from . import openhands, prime_hosted, prime_rl, swe_agent, swebench, trl, verifiers
+from . import openhands, prime_hosted, prime_rl, swe_agent, swebench, trl, verifiers, wandb_export
 from . import trackio as trackio_fmt
 from . import wandb as wandb_fmt
 from ._json import LFS_PREFIX
@@ -159,6 +159,8 @@ def _detect_dir_specific(path: Path) -> Detected | None:
         return Detected("swe_agent_traj", str(path))
     if "report.json" in names:
         return Detected("swebench_reports", str(path))
+    if wandb_export.is_export(path, names):
+        return Detected("wandb_export", str(path))
     return None
 
 
@@ -286,6 +288,7 @@ FORMATS: dict[str, Parser] = {
     "wandb": wandb_fmt.parse,
     "mlflow": mlflow_fmt.parse,
     "trackio": trackio_fmt.parse,
+    "wandb_export": wandb_export.parse,
 }
 
 
