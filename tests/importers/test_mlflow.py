@@ -136,3 +136,18 @@ def test_export_folders_then_their_traces(samples: Path, do_import: Any, folder:
     traced = Rollout.objects.filter(run=run, uid__startswith="mlflow-tr-").order_by("step")
     assert [r.step for r in traced] == [10, 20, 30] and all(r.reward is not None for r in traced)
     assert ToolCall.objects.filter(rollout__in=traced, name="calculator").count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deeprepo_import_cli_pulls_through_the_api(mlflow_server: int, team: Any, live_server: Any,
+                                                   capsys: Any) -> None:
+    from deeprepo_client.cli import main
+
+    argv = ["--url", live_server.url, "--api-key", team.key, "import", f"mlflow://127.0.0.1:{mlflow_server}",
+            "--experiment", EXPERIMENT]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert f"1 run(s), {2 * STEPS + 3} new points, 2 new rollouts" in capsys.readouterr().out
+    _check(Run.objects.get(project=team.project))
+    assert main(argv) == 0  # again: the same run, nothing new
+    assert "1 run(s), 0 new points, 0 new rollouts" in capsys.readouterr().out
+    assert Run.objects.count() == 1

@@ -152,3 +152,18 @@ def test_cloud_export_parquet_history_and_tables(do_import: Any, tmp_path: Path)
     assert _series(stored, "eval/acc") == {s: s / 100 for s in steps if s % 10 == 0}
     [(step, reward_value, answer)] = Rollout.objects.values_list("step", "reward", "final_answer")
     assert (step, reward_value, answer) == (100, 0.5, "a completion")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deeprepo_import_cli_sends_a_wandb_folder(wandb_dir: Path, team: Any, live_server: Any, capsys: Any) -> None:
+    from deeprepo_client.cli import main
+
+    assert main(["--url", live_server.url, "--api-key", team.key, "import", str(wandb_dir)]) == 0, \
+        capsys.readouterr().err
+    assert "2 run(s)" in capsys.readouterr().out
+    for name in ("policy-a", "policy-b"):
+        run = Run.objects.get(project=team.project, name=name)
+        assert run.status == "finished" and run.summary["best_eval"] == 0.2
+        assert _series(run, "train/reward") == {s: reward(s) for s in range(1, STEPS + 1)}
+        assert _series(run, "eval/acc") == {i: 5 * i / 100 for i in range(1, STEPS // 5 + 1)}
+        assert Rollout.objects.filter(run=run).count() == 3
