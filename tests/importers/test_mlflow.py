@@ -23,6 +23,9 @@ from deeprepo_web.runs.models import Metric, Rollout, Run, ToolCall
 from tests.importers.tcp_proxy import FlakyProxy
 from tests.importers.writers.mlflow_fill import STEPS, reward
 
+# Starting mlflow server and filling it takes minutes on a busy machine; setup counts toward the timeout.
+pytestmark = pytest.mark.timeout(900)
+
 FILL = Path(__file__).parent / "writers" / "mlflow_fill.py"
 EXPERIMENT = "grpo-mlflow-test"
 

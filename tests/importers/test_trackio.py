@@ -15,6 +15,8 @@ import pytest
 from deeprepo_web.runs.models import Metric, Rollout, Run, ToolCall
 from tests.importers.writers.trackio_write import STEPS, reward
 
+pytestmark = pytest.mark.timeout(600)  # trackio writes the project during setup
+
 WRITER = Path(__file__).parent / "writers" / "trackio_write.py"
 
 

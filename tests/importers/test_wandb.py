@@ -17,6 +17,9 @@ import pytest
 from deeprepo_web.runs.models import Metric, MetricSeries, Rollout, Run
 from tests.importers.writers.wandb_offline import STEPS, kl, reward
 
+# Writing runs with wandb (setup) counts toward the test's timeout.
+pytestmark = pytest.mark.timeout(600)
+
 WRITER = Path(__file__).parent / "writers" / "wandb_offline.py"
 
 
