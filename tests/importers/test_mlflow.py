@@ -77,7 +77,10 @@ def _check(run: Run) -> None:
     assert _series(run, "train/reward") == {**{s: reward(s) for s in range(1, STEPS)}, STEPS: 0.0}
     assert _series(run, "train/kl") == {s: 0.5 / s for s in range(1, STEPS + 1)}
     assert _series(run, "eval/accuracy") == {10: 0.1, 20: 0.2, 30: 0.3}
-    rollouts = list(Rollout.objects.filter(run=run).order_by("id"))
+    table = list(Rollout.objects.filter(run=run, metrics__table="rollouts/samples.json").order_by("sample_index")
+                 .values_list("step", "example__key", "sample_index", "reward", "final_answer"))
+    assert table == [(30, "1+1?", 0, 1.0, "2"), (30, "1+1?", 1, 0.0, "3")]
+    rollouts = list(Rollout.objects.filter(run=run, uid__startswith="mlflow-tr-").order_by("id"))
     assert len(rollouts) == 2
     for r in rollouts:
         turns = list(r.turns.order_by("index"))
@@ -97,7 +100,7 @@ def test_pull_an_experiment_from_a_live_server(mlflow_server: int, team: Any) ->
     assert any("created run grpo-mlflow" in line for line in out), out
     _check(Run.objects.get(project=team.project))
     call_command("import", f"mlflow://127.0.0.1:{mlflow_server}", "--project", "demo", "--experiment", EXPERIMENT)
-    assert Run.objects.count() == 1 and Rollout.objects.count() == 2 and Metric.objects.count() == 2 * STEPS + 3
+    assert Run.objects.count() == 1 and Rollout.objects.count() == 4 and Metric.objects.count() == 2 * STEPS + 3
 
 
 @pytest.mark.django_db
@@ -149,7 +152,7 @@ def test_deeprepo_import_cli_pulls_through_the_api(mlflow_server: int, team: Any
     argv = ["--url", live_server.url, "--api-key", team.key, "import", f"mlflow://127.0.0.1:{mlflow_server}",
             "--experiment", EXPERIMENT]
     assert main(argv) == 0, capsys.readouterr().err
-    assert f"1 run(s), {2 * STEPS + 3} new points, 2 new rollouts" in capsys.readouterr().out
+    assert f"1 run(s), {2 * STEPS + 3} new points, 4 new rollouts" in capsys.readouterr().out
     _check(Run.objects.get(project=team.project))
     assert main(argv) == 0  # again: the same run, nothing new
     assert "1 run(s), 0 new points, 0 new rollouts" in capsys.readouterr().out

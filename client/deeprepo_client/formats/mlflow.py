@@ -8,7 +8,6 @@ when their columns look like prompt / completion / reward, as W&B tables do.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 from ..records import Event, Problem, RolloutRecord, RunEvent
 from ._batches import batch_points, batch_rollouts
 from ._json import load_json
-from .mlflow_common import metric_points, run_record, trace_rollout, trace_run_id
+from .mlflow_common import logged_tables, metric_points, run_record, trace_rollout, trace_run_id
 from .wandb_tables import table_rollouts
 
 
@@ -38,16 +37,10 @@ def is_export(path: Path, names: set[str]) -> bool:
 
 
 def _tables(run_dir: Path, tags: dict[str, Any], run_id: str) -> Iterator[RolloutRecord | Problem]:
-    try:
-        logged = json.loads(tags.get("mlflow.loggedArtifacts") or "[]")
-    except ValueError:
-        logged = []
-    for entry in logged if isinstance(logged, list) else []:
-        if not isinstance(entry, dict) or entry.get("type") != "table" or not isinstance(entry.get("path"), str):
-            continue
-        table = (run_dir / "artifacts" / entry["path"]).resolve()
+    for rel in logged_tables(tags):
+        table = (run_dir / "artifacts" / rel).resolve()
         if run_dir.resolve() in table.parents and table.is_file():
-            yield from table_rollouts(table, run_dir, entry["path"], 0, run_id)
+            yield from table_rollouts(table, run_dir, rel, 0, run_id)
 
 
 def _run(run_dir: Path, experiment: str) -> Iterator[Event]:

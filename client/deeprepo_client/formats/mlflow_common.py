@@ -48,6 +48,16 @@ def run_record(info: dict[str, Any], params: Any, tags: Any, experiment: str) ->
     }
 
 
+def logged_tables(tags: Any) -> list[str]:
+    """Artifact paths of the tables a run logged (its `mlflow.loggedArtifacts` tag)."""
+    try:
+        logged = json.loads(_pairs(tags).get("mlflow.loggedArtifacts") or "[]")
+    except ValueError:
+        return []
+    return [e["path"] for e in logged if isinstance(e, dict) and e.get("type") == "table"
+            and isinstance(e.get("path"), str)] if isinstance(logged, list) else []
+
+
 def metric_points(histories: Iterable[tuple[str, list[dict[str, Any]]]]) -> Iterator[MetricPoint]:
     """Points of whole metric histories, one point a (key, step): the latest value by timestamp."""
     for key, history in histories:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from ..records import Event, Problem, RunEvent
+from ..records import Event, Problem, RolloutRecord, RunEvent
 from ._batches import batch_points, batch_rollouts
-from .mlflow_common import metric_points, run_record, trace_rollout, trace_run_id
+from .mlflow_common import logged_tables, metric_points, run_record, trace_rollout, trace_run_id
+from .wandb_tables import rows_rollouts
 
 PAGE = 1000
 HISTORY_PAGE = 25_000
@@ -89,6 +91,21 @@ def _runs(api: _Api, exp_id: str, name: str) -> Iterator[Event]:
         keys = sorted({m["key"] for m in data.get("metrics") or [] if isinstance(m, dict) and "key" in m})
         for key in keys:
             yield from batch_points(run_id, metric_points([(key, _history(api, run_id, key))]))
+        yield from batch_rollouts(run_id, _tables(api, run_id, data.get("tags")))
+
+
+def _tables(api: _Api, run_id: str, tags: Any) -> Iterator[RolloutRecord | Problem]:
+    """Tables logged with mlflow.log_table ({"columns", "data"} JSON artifacts) as rollouts."""
+    for path in logged_tables(tags):
+        try:
+            table = api.call("GET", "/get-artifact", f"run {run_id} table {path}",
+                             params={"run_uuid": run_id, "path": path})
+        except ServerRefused as exc:  # a table the server cannot serve costs that table only
+            yield Problem(api.url, None, str(exc))
+            continue
+        if isinstance(table, dict) and isinstance(table.get("columns"), list) and isinstance(table.get("data"), list):
+            yield from rows_rollouts(table["columns"], table["data"], f"{api.url} run {run_id} {path}", path, 0,
+                                     run_id, Path("."))
 
 
 def _traces(api: _Api, exp_id: str, name: str, known: set[str]) -> Iterator[Event]:

@@ -28,6 +28,8 @@ def main(uri: str, experiment: str) -> None:
             if step % 10 == 0:
                 mlflow.log_metric("eval/accuracy", step / 100, step=step)
         mlflow.log_metric("train/reward", 0.0, step=STEPS)  # a second value at the last step
+        mlflow.log_table({"step": [30, 30], "prompt": ["1+1?", "1+1?"], "completion": ["2", "3"], "reward": [1.0, 0.0]},
+                         artifact_file="rollouts/samples.json")
         for episode in range(2):
             _agent(episode)
         print(run.info.run_id)
