@@ -35,19 +35,23 @@ def is_export(path: Path, names: set[str]) -> bool:
     return False
 
 
-def _config(path: Path) -> dict[str, Any]:
+def _config(path: Path) -> tuple[dict[str, Any], Problem | None]:
     yaml_file = path / "config.yaml"
     if not yaml_file.is_file():
-        return {}
+        return {}, None
     try:
         import yaml  # type: ignore[import-untyped]
-
+    except ImportError:
+        return {}, Problem(str(yaml_file), None, "not read: reading config.yaml needs PyYAML (pip install pyyaml)")
+    try:
         raw = yaml.safe_load(yaml_file.read_text()) or {}
-    except Exception:  # noqa: BLE001 - a config we cannot read costs the config, not the run
-        return {}
+    except (OSError, yaml.YAMLError) as exc:
+        return {}, Problem(str(yaml_file), None, f"unreadable YAML: {exc}")
+    if not isinstance(raw, dict):
+        return {}, Problem(str(yaml_file), None, "expected a mapping of config keys")
     # config.yaml wraps every value: {key: {desc, value}}
     return {k: (v.get("value") if isinstance(v, dict) and "value" in v else v) for k, v in raw.items()
-            if k != "_wandb"}
+            if k != "_wandb"}, None
 
 
 def _points(files: list[Path]) -> Iterator[MetricPoint | Problem]:
@@ -88,13 +92,16 @@ def parse(path: Path, partial_ok: bool = False) -> Iterator[Event]:
     meta, _ = load_json(path / "wandb-metadata.json")
     summary, _ = load_json(path / "wandb-summary.json")
     run_id = path.name
+    config, problem = _config(path)
     record: RunRecord = {"name": path.name, "source": "wandb", "external_id": f"export/{run_id}",
-                         "config": _config(path), "status": "finished",
+                         "config": config, "status": "finished",
                          "summary": {k: v for k, v in (summary or {}).items() if not k.startswith("_")}
                          if isinstance(summary, dict) else {}}
     if isinstance(meta, dict) and meta.get("program"):
         record["notes"] = f"program: {meta['program']}"
     yield RunEvent(run_id, record)
+    if problem is not None:
+        yield problem
     yield from batch_points(run_id, _points(_history_files(path)))
     yield from batch_rollouts(run_id, _tables(path, run_id))
 
