@@ -108,3 +108,13 @@ def test_protobuf_partial_success(client: Any, team: Any) -> None:
     assert r.status_code == 200 and answer.partial_success.rejected_spans == 1
     assert "16-byte trace id" in answer.partial_success.error_message
     assert json.loads(json.dumps(Rollout.objects.get().metrics))["spans"] == 1
+
+
+def test_another_projects_key_cannot_reach_a_run_by_its_id(client: Any, team: Any) -> None:
+    assert post(client, team.key, body(agent_trace()), **{"x-deeprepo-run": "mine"}).status_code == 200
+    mine = Run.objects.get(name="mine")
+    r = post(client, team.other_key, body(agent_trace(trace="2" * 32)), **{"x-deeprepo-run": mine.public_id})
+    assert r.status_code == 200
+    assert Rollout.objects.filter(run=mine).count() == 1  # untouched
+    stray = Run.objects.get(project=team.other_project)
+    assert stray.name == mine.public_id and Rollout.objects.filter(run=stray).count() == 1
