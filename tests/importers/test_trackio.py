@@ -64,3 +64,21 @@ def test_shared_sample(samples: Path, do_import: Any) -> None:
     assert Rollout.objects.filter(run=run).count() == 10
     assert sorted(Rollout.objects.filter(run=run, uid__startswith="trackio-").values_list("step", flat=True)) == [10, 40]
     assert ToolCall.objects.filter(rollout__run=run, name="calculator").count() == 2
+
+
+def test_parquet_export_alone(samples: Path, do_import: Any, tmp_path: Path) -> None:
+    # A project synced to a dataset keeps only its Parquet export: the same run, values and rollouts.
+    import shutil
+
+    for f in (samples / "trackio" / "trackio_dir").glob("*.parquet"):
+        shutil.copy(f, tmp_path / f.name)
+    report = do_import(tmp_path)
+    assert report.format == "trackio" and not report.problems, report.problems
+    run = Run.objects.get()
+    assert run.name == "qwen0.5b-seed0" and run.config == {"algorithm": "grpo", "seed": 0, "lr": 1e-6, "rollout_n": 8,
+                                                           "model": "Qwen/Qwen2.5-0.5B-Instruct"}
+    assert len(_series(run, "train/reward")) == 50
+    assert Rollout.objects.filter(run=run).count() == 10
+    assert ToolCall.objects.filter(rollout__run=run, name="calculator").count() == 2
+    do_import(samples / "trackio" / "trackio_dir")  # the database of the same project: nothing doubles
+    assert Run.objects.count() == 1 and Rollout.objects.count() == 10

@@ -137,7 +137,7 @@ def _detect_dir_specific(path: Path) -> Detected | None:
         return Detected("wandb", str(path))
     if mlflow_fmt.is_export(path, names):
         return Detected("mlflow", str(path))
-    if any(n.endswith(".db") for n in names) and trackio_fmt.is_project(path):
+    if any(n.endswith((".db", "_configs.parquet")) for n in names) and trackio_fmt.is_project(path):
         return Detected("trackio", str(path))
     if {"metrics_raw.json", "rollouts_raw.json"} & names:
         return Detected("prime_hosted", str(path))

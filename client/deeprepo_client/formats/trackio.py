@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,9 @@ def _tables(db: Path) -> set[str]:
 
 
 def is_project(path: Path) -> bool:
-    """A Trackio database, or a folder holding one (for detection)."""
+    """A Trackio database, a folder holding one, or a folder holding its Parquet export (detection)."""
+    if path.is_dir() and _exports(path):
+        return True
     dbs = [path] if path.is_file() else sorted(path.glob("*.db"))
     for db in dbs[:5]:
         try:
@@ -66,10 +68,11 @@ def _time(text: Any) -> float | None:
         return None
 
 
-def _runs(conn: sqlite3.Connection, project: str) -> dict[str, RunRecord]:
+def _runs(configs: Iterable[tuple[str, str, Any, Any]], names: Iterable[tuple[str, str]],
+          project: str) -> dict[str, RunRecord]:
+    """Runs from (run_id, run_name, config, created_at) rows and the (run_id, run_name) of metric rows."""
     runs: dict[str, RunRecord] = {}
-    for run_id, name, config_blob, created in conn.execute(
-            "SELECT run_id, run_name, config, created_at FROM configs ORDER BY id"):
+    for run_id, name, config_blob, created in configs:
         config = _json(config_blob) or {}
         group = config.get("_Group")
         runs[run_id] = {"name": name, "source": "trackio", "external_id": f"{project}/{run_id}"[:200],
@@ -77,7 +80,7 @@ def _runs(conn: sqlite3.Connection, project: str) -> dict[str, RunRecord]:
                         "tags": [f"group={group}"] if group else [], "status": "finished",
                         "started_at": _time(config.get("_Created") or created),
                         "model": str(config.get("model") or "")[:500]}
-    for run_id, name in conn.execute("SELECT DISTINCT run_id, run_name FROM metrics"):
+    for run_id, name in names:
         runs.setdefault(run_id, {"name": name, "source": "trackio", "external_id": f"{project}/{run_id}"[:200]})
     return runs
 
@@ -88,9 +91,10 @@ def _value(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def _metrics(conn: sqlite3.Connection, db: Path, run_id: str, tables: list[RolloutRecord | Problem]) -> Iterator[MetricPoint | Problem]:
-    for row_id, step, stamp, blob in conn.execute(
-            "SELECT id, step, timestamp, metrics FROM metrics WHERE run_id = ? ORDER BY step, id", (run_id,)):
+def _metrics(rows: Iterable[tuple[Any, int, Any, Any]], db: Path, run_id: str,
+             tables: list[RolloutRecord | Problem]) -> Iterator[MetricPoint | Problem]:
+    """Points of (id, step, timestamp, values) rows; tables found among the values go to `tables`."""
+    for row_id, step, stamp, blob in rows:
         values = _json(blob)
         if not isinstance(values, dict):
             yield Problem(str(db), None, f"metrics row {row_id}: the metrics column is not a JSON object")
@@ -98,9 +102,9 @@ def _metrics(conn: sqlite3.Connection, db: Path, run_id: str, tables: list[Rollo
         point: MetricPoint = {"step": int(step), "values": {}}
         for key, value in values.items():
             if isinstance(value, dict) and value.get("_type") == "trackio.table":
-                rows = [r for r in value.get("_value") or [] if isinstance(r, dict)]
-                columns = list(dict.fromkeys(k for r in rows for k in r))
-                tables.extend(rows_rollouts(columns, [[r.get(c) for c in columns] for r in rows],
+                cells = [r for r in value.get("_value") or [] if isinstance(r, dict)]
+                columns = list(dict.fromkeys(k for r in cells for k in r))
+                tables.extend(rows_rollouts(columns, [[r.get(c) for c in columns] for r in cells],
                                             f"{db}:metrics/{row_id}", key, int(step), run_id, db.parent))
             elif (v := _value(value)) is not None or value is None:
                 point["values"][key] = v
@@ -110,9 +114,9 @@ def _metrics(conn: sqlite3.Connection, db: Path, run_id: str, tables: list[Rollo
             yield point
 
 
-def _traces(conn: sqlite3.Connection, run_id: str) -> Iterator[RolloutRecord]:
-    for trace_id, step, key, messages, metadata, spans in conn.execute(
-            "SELECT id, step, key, messages, metadata, spans FROM traces WHERE run_id = ? ORDER BY step, id", (run_id,)):
+def _traces(rows: Iterable[tuple[Any, ...]]) -> Iterator[RolloutRecord]:
+    """Rollouts of (id, step, key, messages, metadata, spans) rows."""
+    for trace_id, step, key, messages, metadata, spans in rows:
         msgs = _json(messages) or []
         meta = _json(metadata) or {}
         turns = messages_to_turns(msgs)
@@ -132,6 +136,10 @@ def _traces(conn: sqlite3.Connection, run_id: str) -> Iterator[RolloutRecord]:
         yield record
 
 
+_METRICS_SQL = "SELECT id, step, timestamp, metrics FROM metrics WHERE run_id = ? ORDER BY step, id"
+_TRACES_SQL = "SELECT id, step, key, messages, metadata, spans FROM traces WHERE run_id = ? ORDER BY step, id"
+
+
 def _project(db: Path) -> Iterator[Event]:
     project = db.stem
     try:
@@ -141,22 +149,75 @@ def _project(db: Path) -> Iterator[Event]:
         return
     try:
         has_traces = "traces" in _tables(db)
-        for run_id, record in _runs(conn, project).items():
+        runs = _runs(conn.execute("SELECT run_id, run_name, config, created_at FROM configs ORDER BY id"),
+                     conn.execute("SELECT DISTINCT run_id, run_name FROM metrics"), project)
+        for run_id, record in runs.items():
             yield RunEvent(run_id, record)
             tables: list[RolloutRecord | Problem] = []
-            yield from batch_points(run_id, _metrics(conn, db, run_id, tables))
+            yield from batch_points(run_id, _metrics(conn.execute(_METRICS_SQL, (run_id,)), db, run_id, tables))
             yield from batch_rollouts(run_id, tables)
             if has_traces:
-                yield from batch_rollouts(run_id, _traces(conn, run_id))
+                yield from batch_rollouts(run_id, _traces(conn.execute(_TRACES_SQL, (run_id,))))
     except sqlite3.Error as exc:
         yield Problem(str(db), None, f"the Trackio database could not be read to the end: {exc}")
     finally:
         conn.close()
 
 
+_ROW_KEYS = {"id", "run_id", "run_name", "timestamp", "step", "log_id", "space_id", "created_at"}
+
+
+def _parquet_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
+
+
+def _project_parquet(main: Path) -> Iterator[Event]:
+    """The Parquet export (`<project>.parquet`, `_configs`, `_traces`): one column a metric or
+    config key, so a key a run never logged is null there and is left out."""
+    project = main.stem
+    try:
+        metrics = _parquet_rows(main)
+        configs = _parquet_rows(main.with_name(f"{project}_configs.parquet"))
+        traces = _parquet_rows(main.with_name(f"{project}_traces.parquet"))
+    except Exception as exc:  # noqa: BLE001 - no pyarrow, or a broken file: said, nothing half-read
+        yield Problem(str(main), None, f"cannot read the Trackio Parquet export: {type(exc).__name__}: {exc}",
+                      fatal=True)
+        return
+
+    def own(row: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in row.items() if k not in _ROW_KEYS and v is not None}
+
+    runs = _runs([(c["run_id"], c["run_name"], own(c), c.get("created_at")) for c in configs],
+                 [(m["run_id"], m["run_name"]) for m in metrics], project)
+    for run_id, record in runs.items():
+        yield RunEvent(run_id, record)
+        tables: list[RolloutRecord | Problem] = []
+        rows = sorted(((m["id"], m["step"], m["timestamp"], own(m)) for m in metrics if m["run_id"] == run_id),
+                      key=lambda r: (r[1], r[0]))
+        yield from batch_points(run_id, _metrics(rows, main, run_id, tables))
+        yield from batch_rollouts(run_id, tables)
+        yield from batch_rollouts(run_id, _traces((t["id"], t["step"], t["key"], t["messages"], t["metadata"],
+                                                   t.get("spans")) for t in traces if t["run_id"] == run_id))
+
+
 def parse(path: Path, partial_ok: bool = False) -> Iterator[Event]:
-    dbs = [path] if path.is_file() else [db for db in sorted(path.glob("*.db")) if is_project(db)]
-    if not dbs:
-        yield Problem(str(path), None, "no Trackio database (<project>.db) here", fatal=True)
+    dbs = [path] if path.is_file() and path.suffix != ".parquet" else \
+        [db for db in sorted(path.glob("*.db")) if is_project(db)] if path.is_dir() else []
+    exports = [] if dbs else ([path] if path.suffix == ".parquet" else _exports(path))
+    if not dbs and not exports:
+        yield Problem(str(path), None, "no Trackio database (<project>.db) or Parquet export here", fatal=True)
     for db in dbs:
         yield from _project(db)
+    for main in exports:
+        yield from _project_parquet(main)
+
+
+def _exports(path: Path) -> list[Path]:
+    if not path.is_dir():
+        return []
+    return [p for p in sorted(path.glob("*.parquet"))
+            if p.with_name(f"{p.stem}_configs.parquet").is_file()]
