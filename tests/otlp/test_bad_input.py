@@ -118,3 +118,12 @@ def test_another_projects_key_cannot_reach_a_run_by_its_id(client: Any, team: An
     assert Rollout.objects.filter(run=mine).count() == 1  # untouched
     stray = Run.objects.get(project=team.other_project)
     assert stray.name == mine.public_id and Rollout.objects.filter(run=stray).count() == 1
+
+
+def test_out_of_range_rl_numbers_do_not_break_the_batch(client: Any, team: Any) -> None:
+    spans = agent_trace()
+    spans[0]["attributes"] = [a for a in spans[0]["attributes"] if a["key"] != "step"]
+    spans[0]["attributes"].append({"key": "step", "value": {"intValue": str(10**12)}})
+    assert post(client, team.key, body(spans)).status_code == 200
+    rollout = Rollout.objects.get()
+    assert rollout.step is None and rollout.metrics["step"] == 10**12 and rollout.sample_index == 2

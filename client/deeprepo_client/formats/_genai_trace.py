@@ -43,6 +43,13 @@ def _int(value: Any) -> int | None:
         return None
 
 
+def _int32(value: Any) -> int | None:
+    """Step and sample index are int columns: a value past them is dropped (the root span's
+    attributes keep it), not a batch the database refuses and an exporter re-sends forever."""
+    n = _int(value)
+    return n if n is not None and -(2**31) <= n < 2**31 else None
+
+
 def _float(value: Any) -> float | None:
     try:
         return None if value is None or isinstance(value, bool) else float(value)
@@ -302,8 +309,8 @@ def rollout_from_items(trace_id: str, items: list[dict[str, Any]]) -> dict[str, 
         "uid": f"otlp-{trace_id}",
         "example_key": _example_key(ordered, turns.prompt, trace_id),
         "prompt": turns.prompt or None,
-        "step": _int(_find_rl(ordered, STEP_KEYS)),
-        "sample_index": _int(_find_rl(ordered, SAMPLE_KEYS)),
+        "step": _int32(_find_rl(ordered, STEP_KEYS)),
+        "sample_index": _int32(_find_rl(ordered, SAMPLE_KEYS)),
         "reward": _float(_find_rl(ordered, REWARD_KEYS)),
         "input_tokens": _sum([t.get("input_tokens") for t in assistants]),
         "output_tokens": _sum([t.get("output_tokens") for t in assistants]),
