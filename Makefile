@@ -5,19 +5,26 @@ UV ?= uv
 # Tests and checks talk to the machine's Postgres unless DATABASE_URL says otherwise.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
-.PHONY: run test lint typecheck pytest bench bench-pages bench-jobs sync ml vendor
+.PHONY: run test lint typecheck pytest bench bench-pages bench-jobs sync sync-run ml vendor
 
-# --inexact keeps what `make ml` installed beside the lock (torch, accelerate).
+# Everything, the test toolchain (the dev group) included. --inexact keeps what `make ml` installed
+# beside the lock (torch, accelerate).
 sync:
 	@command -v $(UV) >/dev/null || pip install uv
-	$(UV) sync --frozen --inexact
+	$(UV) sync --frozen --inexact --group dev
+
+# Only what the server, worker and client need; quiet, so the first screen is the app's.
+sync-run:
+	@command -v $(UV) >/dev/null || pip install uv
+	@echo "[deeprepo] installing the server's packages into .venv (the first time takes a minute)"
+	@$(UV) sync --frozen --inexact --quiet
 
 # torch (a CPU build) and accelerate, for the TRL callback test; CI runs it.
 ml: sync
 	scripts/install-ml.sh
 
-run: sync
-	$(UV) run python -m deeprepo_web.launcher
+run: sync-run
+	@$(UV) run --no-sync python -m deeprepo_web.launcher
 
 lint: sync
 	$(UV) run ruff check .

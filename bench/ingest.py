@@ -1,9 +1,15 @@
-"""Ingest throughput through the HTTP API beside the raw COPY rate of the same rows, in one run.
+"""Ingest through deeprepo_client and the raw HTTP batch endpoint, beside Postgres COPY of the same rows.
 
-Metric points: 50 keys x 20,000 steps = 1,000,000 points in batches of 1,000.
-Rollouts: 20,000, each 8 turns of ~1 KB with 2 tool calls per turn, in batches of 50.
-Targets: points >= 30 % of the COPY rate, rollouts >= 25 % of it.
-Last line: {"points_per_s", "copy_points_per_s", "rollouts_per_s", "copy_rollouts_per_s", ...}.
+All in one run on one server, so the ratios hold on a busy machine. The workload is the shared
+one (../shared/bench): 1,000,000 metric points = 50 keys x 20,000 steps logged in training-loop
+order, and 20,000 rollouts x 8 turns of ~1 KB (assistant turns with one tool call), logged 64 per
+log_rollouts call. Also reports the client's CPU seconds (this process: the training process)
+per 1,000,000 points and per 10,000 rollouts, and how busy the machine was.
+
+Targets: client points >= 30 % of COPY, rollouts >= 25 %, raw HTTP points >= 50 %, client CPU
+<= 2 s per 1,000,000 points. Last line: one JSON object.
+
+    uv run python bench/ingest.py [--scale 0.1]
 """
 
 from __future__ import annotations
@@ -12,9 +18,10 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sys
+import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,137 +31,307 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import api_key, scratch_database, web_server  # noqa: E402
 
-TEXT = ("The auditor reads the module and notes where user input reaches a query without escaping. " * 12)[:1000]
+KEYS = 50
+T0 = 1.7e9
 
 
-def metric_batches(keys: int, steps: int, per_batch: int) -> list[bytes]:
-    steps_per_batch = max(1, per_batch // keys)
-    names = [f"metric/{k:02d}" for k in range(keys)]
-    t0 = 1_700_000_000.0
+# ------------------------------------------------------------------ the workload
+
+
+def step_values(keys: int, steps: int) -> list[dict[str, float]]:
+    names = [f"train/metric_{k:02d}" for k in range(keys)]
+    # A deterministic, non-constant signal, so min/max buckets mean something.
+    return [{n: ((k * 7919 + s * 104729) % 100003) / 100003.0 + s * 1e-5 for k, n in enumerate(names)}
+            for s in range(steps)]
+
+
+def contents(n: int = 64, size: int = 1024) -> list[str]:
+    rnd = random.Random(1234)
+    words = ["the", "agent", "calls", "tool", "grep", "patch", "test", "passed", "failed", "Traceback"]
     out = []
-    for start in range(0, steps, steps_per_batch):
-        points = [{"step": s, "time": t0 + s, "values": {n: random.random() for n in names}}
-                  for s in range(start, min(steps, start + steps_per_batch))]
-        out.append(json.dumps(points).encode())
+    for _ in range(n):
+        text = ""
+        while len(text) < size:
+            text += f"{rnd.choice(words)}{rnd.randint(0, 9999)} "
+        out.append(text[:size])
     return out
 
 
-def make_rollout(i: int) -> dict[str, Any]:
-    turns: list[dict[str, Any]] = [{"role": "user", "content": TEXT}]
-    for t in range(8):
-        turns.append({
-            "role": "assistant", "content": TEXT, "input_tokens": 900, "output_tokens": 120, "latency": 1.5,
-            "tool_calls": [
-                {"call_id": f"c{t}a", "name": "read_file", "arguments": {"path": f"src/m{t}.py"}, "output": TEXT[:400]},
-                {"call_id": f"c{t}b", "name": "run_code", "arguments": {"code": "print(1)"}, "output": "1"},
-            ],
-        })
-    return {"uid": f"r{i}", "example_key": f"ex-{i % 500}", "step": i // 1000, "sample_index": i % 8,
-            "reward": random.random(), "reward_components": {"f1": random.random()}, "input_tokens": 7200,
-            "output_tokens": 960, "stop_condition": "answered", "final_answer": "done", "turns": turns}
+def rollout_records(n: int, turns: int = 8) -> list[dict[str, Any]]:
+    texts = contents()
+    out = []
+    for i in range(n):
+        tl: list[dict[str, Any]] = []
+        for t in range(turns):
+            role = "user" if t == 0 else ("assistant" if t % 2 == 1 else "tool")
+            turn: dict[str, Any] = {"role": role, "content": texts[(i * turns + t) % len(texts)]}
+            if role == "assistant":
+                turn["tool_calls"] = [{"name": "bash", "arguments": {"cmd": f"pytest -k t{t}"}}]
+            tl.append(turn)
+        reward = ((i * 2654435761) % 1000) / 1000.0
+        out.append({"example_key": f"ex-{(i % 64) // 8}", "step": i // 64, "sample_index": i % 8,
+                    "reward": reward, "reward_components": {"correct": reward, "format": 1.0},
+                    "num_turns": turns, "output_tokens": 900 + i % 300, "turns": tl})
+    return out
 
 
-def send_all(site: str, key: str, path: str, bodies: list[bytes], threads: int) -> float:
-    local: dict[int, httpx.Client] = {}
-
-    def send(body: bytes) -> None:
-        import threading
-
-        client = local.get(threading.get_ident())
-        if client is None:
-            client = local[threading.get_ident()] = httpx.Client(
-                base_url=site, timeout=300, headers={"Authorization": f"Bearer {key}",
-                                                    "Content-Type": "application/json"})
-        res = client.post(path, content=body)
-        if res.status_code != 200:
-            raise RuntimeError(f"{res.status_code}: {res.text[:300]}")
-
-    start = time.perf_counter()
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(send, bodies))
-    return time.perf_counter() - start
+# ------------------------------------------------------------------ the machine
 
 
-def copy_points(url: str, keys: int, steps: int) -> float:
+def _cpu_ticks() -> tuple[int, int]:
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v), v[3] + v[4]
+
+
+class Busy:
+    """System-wide CPU busy % over a load (every process: the other engineers' too)."""
+
+    def __init__(self) -> None:
+        self.t = _cpu_ticks()
+
+    def pct(self) -> float:
+        t, i = _cpu_ticks()
+        return round(100.0 * (1 - (i - self.t[1]) / max(1, t - self.t[0])), 1)
+
+
+def measure(fn: Any) -> dict[str, Any]:
+    busy = Busy()
+    cpu, wall = time.process_time(), time.perf_counter()
+    out = fn()
+    return {"wall_s": round(time.perf_counter() - wall, 3), "client_cpu_s": round(time.process_time() - cpu, 3),
+            "busy_pct": busy.pct(), "loadavg_1m": round(os.getloadavg()[0], 2), "out": out}
+
+
+# ------------------------------------------------------------------ COPY, the limit
+
+
+def copy_points(url: str, values: list[dict[str, float]]) -> dict[str, Any]:
+    rows = [(k, s, v, T0 + s) for s, vals in enumerate(values) for k, v in enumerate(vals.values())]
     with psycopg.connect(url) as conn:
-        conn.execute("CREATE TEMP TABLE m (LIKE runs_metric INCLUDING ALL)")
-        start = time.perf_counter()
-        with conn.cursor().copy("COPY m (series_id, step, value, time) FROM STDIN") as copy:
-            for s in range(steps):
-                for k in range(keys):
-                    copy.write_row((k, s, random.random(), 1_700_000_000.0 + s))
+        conn.execute("DROP TABLE IF EXISTS copy_metric")
+        conn.execute("CREATE TABLE copy_metric (LIKE runs_metric INCLUDING ALL)")
         conn.commit()
-        return time.perf_counter() - start
+
+        def load() -> None:
+            with conn.cursor().copy("COPY copy_metric (series_id, step, value, time) FROM STDIN (FORMAT BINARY)") as cp:
+                cp.set_types(["int8", "int8", "float8", "float8"])
+                for row in rows:
+                    cp.write_row(row)
+            conn.commit()
+
+        return measure(load)
 
 
-def copy_rollouts(url: str, n: int) -> float:
-    rollouts = [make_rollout(i) for i in range(n)]
+def copy_rollouts(url: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     with psycopg.connect(url) as conn:
-        for table in ("rollout", "turn", "toolcall"):
-            conn.execute(f"CREATE TEMP TABLE {table} (LIKE runs_{table} INCLUDING ALL)")
-        start = time.perf_counter()
-        cur = conn.cursor()
-        turn_id = call_id = 0
-        with cur.copy("COPY rollout (id, run_id, uid, example_id, step, sample_index, reward, reward_components, "
-                      "num_turns, input_tokens, output_tokens, is_truncated, stop_condition, error, final_answer, "
-                      "metrics, created_at) FROM STDIN") as copy:
-            for i, r in enumerate(rollouts):
-                copy.write_row((i, 1, r["uid"], i % 500, r["step"], r["sample_index"], r["reward"],
-                                json.dumps(r["reward_components"]), 8, 7200, 960, False, "answered", "", "done",
-                                "{}", "2026-01-01T00:00:00Z"))
-        with cur.copy("COPY turn (id, rollout_id, index, role, content, content_blob, content_size, reasoning, "
-                      "model, metadata) FROM STDIN") as copy:
-            for i, r in enumerate(rollouts):
-                for j, t in enumerate(r["turns"]):
-                    turn_id += 1
-                    copy.write_row((turn_id, i, j, t["role"], t["content"], "", len(t["content"]), "", "", "{}"))
-        with cur.copy("COPY toolcall (id, turn_id, rollout_id, index, call_id, name, arguments, output, "
-                      "output_blob, output_size, is_error, model) FROM STDIN") as copy:
-            for i, r in enumerate(rollouts):
-                for t in r["turns"]:
-                    for j, c in enumerate(t.get("tool_calls", [])):
-                        call_id += 1
-                        copy.write_row((call_id, 1, i, j, c["call_id"], c["name"], json.dumps(c["arguments"]),
-                                        c["output"], "", len(c["output"]), False, ""))
+        for t in ("rollout", "turn", "toolcall"):
+            conn.execute(f"DROP TABLE IF EXISTS copy_{t}")
+            conn.execute(f"CREATE TABLE copy_{t} (LIKE runs_{t} INCLUDING ALL)")
         conn.commit()
-        return time.perf_counter() - start
+
+        def load() -> None:
+            cur = conn.cursor()
+            with cur.copy("COPY copy_rollout (id, run_id, uid, example_id, step, sample_index, reward, "
+                          "reward_components, num_turns, output_tokens, is_truncated, stop_condition, error, "
+                          "final_answer, metrics, created_at) FROM STDIN") as cp:
+                for i, r in enumerate(records):
+                    cp.write_row((i, 1, f"u{i}", 1, r["step"], r["sample_index"], r["reward"],
+                                  json.dumps(r["reward_components"]), r["num_turns"], r["output_tokens"], False,
+                                  "", "", "", "{}", "2026-01-01T00:00:00Z"))
+            turn_id = call_id = 0
+            with cur.copy("COPY copy_turn (id, rollout_id, index, role, content, content_blob, content_size, "
+                          "reasoning, model, metadata) FROM STDIN") as cp:
+                for i, r in enumerate(records):
+                    for j, t in enumerate(r["turns"]):
+                        turn_id += 1
+                        cp.write_row((turn_id, i, j, t["role"], t["content"], "", len(t["content"]), "", "", "{}"))
+            with cur.copy("COPY copy_toolcall (id, turn_id, rollout_id, index, call_id, name, arguments, output, "
+                          "output_blob, output_size, is_error, model) FROM STDIN") as cp:
+                for i, r in enumerate(records):
+                    for t in r["turns"]:
+                        for j, c in enumerate(t.get("tool_calls", [])):
+                            call_id += 1
+                            cp.write_row((call_id, 1, i, j, "", c["name"], json.dumps(c["arguments"]), "", "", 0,
+                                          False, ""))
+            conn.commit()
+
+        return measure(load)
+
+
+# ------------------------------------------------------------------ through the client and raw HTTP
+
+
+def client_points(site: str, key: str, values: list[dict[str, float]], spool: str) -> dict[str, Any]:
+    import deeprepo_client
+
+    run = deeprepo_client.init(name="bench-client-points", url=site, api_key=key, spool_dir=spool)
+
+    def load() -> dict[str, Any]:
+        for s, vals in enumerate(values):
+            run.log(vals, step=s, time_=T0 + s)
+        logged = time.perf_counter()
+        summary = run.finish()
+        return {"finish_s": round(time.perf_counter() - logged, 3), "summary": dict(summary)}
+
+    out = measure(load)
+    out["run_id"] = run.id
+    return out
+
+
+def client_rollouts(site: str, key: str, records: list[dict[str, Any]], spool: str) -> dict[str, Any]:
+    import deeprepo_client
+
+    run = deeprepo_client.init(name="bench-client-rollouts", url=site, api_key=key, spool_dir=spool)
+
+    def load() -> dict[str, Any]:
+        for i in range(0, len(records), 64):
+            run.log_rollouts(records[i : i + 64])
+        logged = time.perf_counter()
+        summary = run.finish()
+        return {"finish_s": round(time.perf_counter() - logged, 3), "summary": dict(summary)}
+
+    out = measure(load)
+    out["run_id"] = run.id
+    return out
+
+
+def raw_points(site: str, key: str, values: list[dict[str, float]], body_bytes: int) -> dict[str, Any]:
+    """Pre-encoded bodies of whole steps up to body_bytes, one synchronous client (the issue's figure)."""
+    frags = [json.dumps({"step": s, "time": T0 + s, "values": v}).encode() for s, v in enumerate(values)]
+    bodies, cur, size = [], [], 2
+    for f in frags:
+        if cur and size + len(f) + 1 > body_bytes:
+            bodies.append(b"[" + b",".join(cur) + b"]")
+            cur, size = [], 2
+        cur.append(f)
+        size += len(f) + 1
+    bodies.append(b"[" + b",".join(cur) + b"]")
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    with httpx.Client(base_url=site, headers=headers, timeout=600) as api:
+        run_id = api.post("/api/v1/runs", json={"name": "bench-raw-points"}).json()["id"]
+
+        def load() -> int:
+            stored = 0
+            for body in bodies:
+                res = api.post(f"/api/v1/runs/{run_id}/metrics", content=body)
+                res.raise_for_status()
+                stored += res.json()["stored"]
+            return stored
+
+        out = measure(load)
+    out.update(run_id=run_id, requests=len(bodies))
+    return out
+
+
+def stored_counts(url: str, public_id: str) -> dict[str, int]:
+    with psycopg.connect(url) as conn:
+        rid = conn.execute("SELECT id FROM runs_run WHERE public_id = %s", [public_id]).fetchone()[0]  # type: ignore[index]
+        q = {"points": "SELECT coalesce(sum(count), 0) FROM runs_metricseries WHERE run_id = %s",
+             "metric_rows": "SELECT count(*) FROM runs_metric m JOIN runs_metricseries s ON s.id = m.series_id "
+                            "WHERE s.run_id = %s",
+             "rollouts": "SELECT count(*) FROM runs_rollout WHERE run_id = %s",
+             "turns": "SELECT count(*) FROM runs_turn t JOIN runs_rollout r ON r.id = t.rollout_id WHERE r.run_id = %s",
+             "tool_calls": "SELECT count(*) FROM runs_toolcall WHERE rollout_id IN "
+                           "(SELECT id FROM runs_rollout WHERE run_id = %s)"}
+        return {k: int(conn.execute(sql, [rid]).fetchone()[0]) for k, sql in q.items()}  # type: ignore[index]
+
+
+def idle_cpu(site: str, key: str, spool: str, seconds: float) -> dict[str, Any]:
+    """A client with everything acknowledged, idle: its CPU seconds and bytes read over `seconds`."""
+    import deeprepo_client
+
+    run = deeprepo_client.init(name="bench-idle", url=site, api_key=key, spool_dir=spool)
+    for s in range(2000):
+        run.log({"x": float(s)}, step=s)
+    run._flush_points()
+    while run.spool.pending():
+        time.sleep(0.05)
+
+    def rchar() -> int:
+        with open("/proc/self/io") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("rchar"))
+
+    cpu, read = time.process_time(), rchar()
+    time.sleep(seconds)
+    out = {"seconds": seconds, "cpu_s": round(time.process_time() - cpu, 4), "bytes_read": rchar() - read}
+    run.finish()
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--keys", type=int, default=50)
-    parser.add_argument("--steps", type=int, default=20_000)
-    parser.add_argument("--rollouts", type=int, default=20_000)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--scale", type=float, default=1.0, help="steps and rollouts x this (0.05: a smoke run)")
+    parser.add_argument("--workers", type=int, default=6)
+    parser.add_argument("--raw-body-bytes", type=int, default=30 * 1024 * 1024)
     args = parser.parse_args()
-    random.seed(1)
+    steps, n_rollouts = max(20, round(20_000 * args.scale)), max(64, round(20_000 * args.scale))
+    n_points = KEYS * steps
     url = scratch_database("deeprepo_bench_ingest")
     key = api_key(url, "bench")
-    points = args.keys * args.steps
-    metric_bodies = metric_batches(args.keys, args.steps, 1000)
-    rollout_bodies = [json.dumps([make_rollout(i) for i in range(s, min(args.rollouts, s + 50))]).encode()
-                      for s in range(0, args.rollouts, 50)]
-    with web_server(url, workers=args.workers) as site:
-        headers = {"Authorization": f"Bearer {key}"}
-        run_m = httpx.post(f"{site}/api/v1/runs", json={"name": "bench-metrics"}, headers=headers).json()["id"]
-        run_r = httpx.post(f"{site}/api/v1/runs", json={"name": "bench-rollouts"}, headers=headers).json()["id"]
-        t_points = send_all(site, key, f"/api/v1/runs/{run_m}/metrics", metric_bodies, args.threads)
-        print(f"API: {points} points in {t_points:.1f}s", file=sys.stderr)
-        t_rollouts = send_all(site, key, f"/api/v1/runs/{run_r}/rollouts", rollout_bodies, args.threads)
-        print(f"API: {args.rollouts} rollouts in {t_rollouts:.1f}s", file=sys.stderr)
-    t_copy_points = copy_points(url, args.keys, args.steps)
-    t_copy_rollouts = copy_rollouts(url, args.rollouts)
-    result = {
-        "points_per_s": round(points / t_points),
-        "copy_points_per_s": round(points / t_copy_points),
-        "rollouts_per_s": round(args.rollouts / t_rollouts),
-        "copy_rollouts_per_s": round(args.rollouts / t_copy_rollouts),
+    values = step_values(KEYS, steps)
+    records = rollout_records(n_rollouts)
+    spool = tempfile.mkdtemp(prefix="deeprepo-bench-spool-")
+    res: dict[str, Any] = {"points": n_points, "rollouts": n_rollouts, "cores": os.cpu_count()}
+    try:
+        # COPY runs before and after the loads it is compared with: the machine is shared, and
+        # the mean of the two is the fairest limit for what ran in between.
+        res["copy_points"] = copy_points(url, values)
+        print(f"COPY points: {res['copy_points']['wall_s']} s", file=sys.stderr)
+        with web_server(url, workers=args.workers, threads=1) as site:
+            res["client_points"] = client_points(site, key, values, spool)
+            print(f"client points: {res['client_points']['wall_s']} s", file=sys.stderr)
+            res["raw_points"] = raw_points(site, key, values, args.raw_body_bytes)
+            print(f"raw HTTP points: {res['raw_points']['wall_s']} s", file=sys.stderr)
+            res["copy_points_after"] = copy_points(url, values)
+            print(f"COPY points again: {res['copy_points_after']['wall_s']} s", file=sys.stderr)
+            res["copy_rollouts"] = copy_rollouts(url, records)
+            print(f"COPY rollouts: {res['copy_rollouts']['wall_s']} s", file=sys.stderr)
+            res["client_rollouts"] = client_rollouts(site, key, records, spool)
+            print(f"client rollouts: {res['client_rollouts']['wall_s']} s", file=sys.stderr)
+            res["copy_rollouts_after"] = copy_rollouts(url, records)
+            print(f"COPY rollouts again: {res['copy_rollouts_after']['wall_s']} s", file=sys.stderr)
+            res["idle"] = idle_cpu(site, key, spool, 5.0)
+        for name in ("client_points", "raw_points", "client_rollouts"):
+            res[name]["stored"] = stored_counts(url, res[name]["run_id"])
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
+    print(json.dumps(res, default=str), file=sys.stderr)
+    print(json.dumps(summary(res, n_points, n_rollouts)))
+
+
+def summary(res: dict[str, Any], n_points: int, n_rollouts: int) -> dict[str, Any]:
+    rate = lambda n, load: round(n / res[load]["wall_s"])  # noqa: E731
+    copy_p = round((rate(n_points, "copy_points") + rate(n_points, "copy_points_after")) / 2)
+    copy_r = round((rate(n_rollouts, "copy_rollouts") + rate(n_rollouts, "copy_rollouts_after")) / 2)
+    cp, rp, cr = res["client_points"], res["raw_points"], res["client_rollouts"]
+    verified = (cp["stored"]["metric_rows"] == n_points and cp["stored"]["points"] == n_points
+                and rp["stored"]["metric_rows"] == n_points and cr["stored"]["rollouts"] == n_rollouts
+                and cr["stored"]["turns"] == n_rollouts * 8 and cr["stored"]["tool_calls"] == n_rollouts * 4
+                and bool(cp["out"]["summary"]["ok"]) and bool(cr["out"]["summary"]["ok"]))
+    out = {
+        "copy_points_per_s": copy_p,
+        "copy_points_per_s_before_after": [rate(n_points, "copy_points"), rate(n_points, "copy_points_after")],
+        "copy_rollouts_per_s_before_after": [rate(n_rollouts, "copy_rollouts"),
+                                             rate(n_rollouts, "copy_rollouts_after")],
+        "client_points_per_s": rate(n_points, "client_points"),
+        "raw_http_points_per_s": rate(n_points, "raw_points"),
+        "copy_rollouts_per_s": copy_r, "client_rollouts_per_s": rate(n_rollouts, "client_rollouts"),
+        "client_points_ratio": round(n_points / cp["wall_s"] / copy_p, 3),
+        "raw_http_points_ratio": round(n_points / rp["wall_s"] / copy_p, 3),
+        "client_rollouts_ratio": round(n_rollouts / cr["wall_s"] / copy_r, 3),
+        "client_cpu_s_per_1m_points": round(cp["client_cpu_s"] * 1e6 / n_points, 2),
+        "client_cpu_s_per_10k_rollouts": round(cr["client_cpu_s"] * 1e4 / n_rollouts, 2),
+        "client_finish_wait_s": {"points": cp["out"]["finish_s"], "rollouts": cr["out"]["finish_s"]},
+        "idle_client": res["idle"],
+        "raw_http_requests": rp["requests"],
+        "machine_busy_pct": {k: res[k]["busy_pct"] for k in ("copy_points", "client_points", "raw_points",
+                                                             "copy_points_after", "copy_rollouts",
+                                                             "client_rollouts", "copy_rollouts_after")},
+        "loadavg_1m": {k: res[k]["loadavg_1m"] for k in ("copy_points", "client_points", "client_rollouts")},
+        "verified": verified, "points": n_points, "rollouts": n_rollouts, "cores": res["cores"],
     }
-    result["points_ratio"] = round(result["points_per_s"] / result["copy_points_per_s"], 3)
-    result["rollouts_ratio"] = round(result["rollouts_per_s"] / result["copy_rollouts_per_s"], 3)
-    result["cores"] = os.cpu_count()
-    print(json.dumps(result))
+    return out
 
 
 if __name__ == "__main__":

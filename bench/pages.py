@@ -3,7 +3,7 @@
 For each size: a scratch database seeded by `manage.py seed_scale` (COPY), a real gunicorn on
 127.0.0.1, a logged-in session, then ~20 sequential requests per page after a warm-up; p50 / p95
 of the wall time of each request over loopback. Pages: runs explorer (default, text filter,
-sorted by a metric, grouped by config), run page, GRPO health JSON, series endpoint on a
+sorted by a metric, grouped by config), run page, its live poll, GRPO health JSON, series endpoint on a
 1,000,000-point series at 1,000 buckets, and the rollouts list / trajectory when those pages exist.
 Targets: p95 <= 200 ms for every page at 1M rollouts; series <= 50 ms.
 Last line: one JSON object with the numbers.
@@ -123,6 +123,9 @@ def pages(t: dict[str, Any]) -> dict[str, tuple[str, dict[str, str] | None]]:
         "run_page": (run, None),
         "run_status": (run + "status/", None),
         "grpo_health": (run + "health/", None),
+        "run_live": (run + "live/", None),  # what an open run page polls every 2-5 s
+        "series_after_all_keys": (f"/api/v1/runs/{t['run']}/series?after=0", None),
+        "series_1M_points_after_last_10": (f"/api/v1/runs/{t['long']}/series?key=reward&after=999989", None),
         "series_1M_points_1000_buckets": (f"/api/v1/runs/{t['long']}/series?key=reward&buckets=1000", None),
         "series_run_reward": (f"/api/v1/runs/{t['run']}/series?key=reward&buckets=1000", None),
         "rollouts_list": (run + "rollouts/", None),

@@ -13,9 +13,12 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from deeprepo_web import embedded_db
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,11 +27,13 @@ def _say(message: str) -> None:
     print(f"\033[1m[deeprepo]\033[0m {message}", flush=True)
 
 
-def _start_embedded_postgres(data_dir: Path) -> Any:
-    import pgserver
-
-    server = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")
-    return server
+def _shown(url: str) -> str:
+    """The database address without its password."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    return url
 
 
 def _wait_http(url: str, timeout: float = 60) -> bool:
@@ -43,7 +48,7 @@ def _wait_http(url: str, timeout: float = 60) -> bool:
 
 
 def main() -> int:
-    data_dir = Path(os.environ.get("DEEPREPO_DATA_DIR") or ROOT / ".data").resolve()
+    data_dir = embedded_db.data_dir()
     data_dir.mkdir(parents=True, exist_ok=True)
     os.environ["DEEPREPO_DATA_DIR"] = str(data_dir)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
@@ -54,8 +59,9 @@ def main() -> int:
     pg = None
     if not os.environ.get("DATABASE_URL"):
         _say(f"DATABASE_URL is unset: starting an embedded Postgres in {data_dir / 'pg'}")
-        pg = _start_embedded_postgres(data_dir)
-        os.environ["DATABASE_URL"] = pg.get_uri()
+        pg = embedded_db.embedded_db_start(data_dir)
+    # `manage.py` in another terminal finds the same embedded server by itself (DATABASE_URL unset).
+    _say(f"database: {_shown(os.environ['DATABASE_URL'])}")
     py = sys.executable
     # Local jobs (the demo among them) run `python`: make it this interpreter, with its packages.
     os.environ["PATH"] = f"{Path(py).parent}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -71,12 +77,15 @@ def main() -> int:
     def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         procs.append((name, subprocess.Popen(argv, cwd=ROOT, env=env or os.environ.copy())))
 
-    celery = [py, "-m", "celery", "-A", "workers.celery"]
+    # --quiet: no banner. Celery warns at length when run as root (containers): not for this log.
+    quiet = "ignore:You're running the worker with superuser privileges"
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), quiet]))
+    celery = [py, "-m", "celery", "-A", "workers.celery", "--quiet"]
     # Warnings only: beat fires sync_jobs every 2 s, and every job transition is on its page anyway.
     spawn("worker", [*celery, "worker", "-l", "warning", "-c", "4", "-n", "deeprepo@%h"])
     spawn("beat", [*celery, "beat", "-l", "warning", "-s", str(data_dir / "celerybeat-schedule")])
     spawn("web", [py, "-m", "gunicorn", "deeprepo_web.wsgi", "-b", f"{host}:{port}", "-w", "4",
-                  "--threads", "1", "--access-logfile", "-", "--timeout", "120"])
+                  "--threads", "1", "--preload", "--access-logfile", "-", "--timeout", "120"])
     if _wait_http(f"{site}/login/"):
         _say(f"web app on {site}/  (log in with the demo login above)")
         # A real job on the local cluster: dispatched by the worker, followed by beat, with a log

@@ -134,6 +134,8 @@ DEEPREPO_ARTIFACT_UPLOAD_TIMEOUT = env_int("DEEPREPO_ARTIFACT_UPLOAD_TIMEOUT", 2
 # Celery: with no broker URL, a filesystem broker under DATA_DIR needs no server (one machine).
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL == "filesystem://":
+    # With a host name: without one kombu warns "No hostname was supplied" on every connection.
+    CELERY_BROKER_URL = "filesystem://localhost//"
     _broker_dir = DATA_DIR / "broker"
     for _sub in ("out", "processed"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)  # kombu does not create them

@@ -28,8 +28,10 @@ def cmd_sync(args: argparse.Namespace) -> int:
     failed = 0
     for path in dirs:
         spool = Spool(path)
+        if args.refused:
+            print(f"{path.name}: {spool.requeue_rejected()} refused batch(es) queued again", file=sys.stderr)
         try:
-            result = drain(spool, transport)
+            result = drain(spool, transport, in_flight=2)
         except (ServerAway, Refused) as exc:
             print(f"{path.name}: not sent ({exc}); run sync again later", file=sys.stderr)
             failed += 1
@@ -56,7 +58,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     transport = _transport(args)
     try:
         return watch(folder, transport, project=args.project or os.environ.get("DEEPREPO_PROJECT"),
-                     interval=args.interval, once=args.once, state_dir=args.state, fmt=args.format)
+                     interval=args.interval, once=args.once, state_dir=args.state, fmt=args.format,
+                     into_run=args.into_run)
     except KeyboardInterrupt:
         return 0
     finally:
@@ -85,14 +88,19 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sync = sub.add_parser("sync", help="upload runs spooled while the server was away or offline")
     sync.add_argument("dir", help="a run's spool directory, or a spool root holding several")
+    sync.add_argument("--refused", action="store_true",
+                      help="also send again the batches the server refused (after fixing their cause)")
     sync.set_defaults(func=cmd_sync)
-    w = sub.add_parser("watch", help="follow a live output folder (verifiers -s, TRL, prime-rl) and stream new rows")
+    w = sub.add_parser("watch", help="follow a live output folder (verifiers -s, TRL, prime-rl, verl, "
+                                        "SkyRL, ART, AReaL) and stream new rows")
     w.add_argument("dir", help="the trainer's output folder")
     w.add_argument("--project", help="project slug (default $DEEPREPO_PROJECT; the API key's project)")
     w.add_argument("--interval", type=float, default=5.0, help="seconds between passes (default 5)")
     w.add_argument("--once", action="store_true", help="one pass, then exit")
     w.add_argument("--state", help="where to remember what was sent (default DIR/.deeprepo-watch)")
     w.add_argument("--format", help="skip detection: read DIR as this format")
+    w.add_argument("--into-run", help="fill this existing run (e.g. a job's $DEEPREPO_RUN_ID) with the folder's train "
+                                      "run instead of creating one; eval runs link to it")
     w.set_defaults(func=cmd_watch)
     imp = sub.add_parser("import", help="import a W&B / MLflow / Trackio / other tool's output through the API")
     imp.add_argument("source", help="a file or folder, or mlflow://HOST:PORT")

@@ -18,12 +18,28 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from deeprepo_client.encode import encode, metric_values
+from deeprepo_client.finish import FinishSummary, Progress
 from deeprepo_client.spool import Spool, SpoolError, default_root
-from deeprepo_client.transport import Refused, ServerAway, Transport, backoff, drain, ensure_run, send_op
+from deeprepo_client.transport import (
+    IN_FLIGHT,
+    REQUEST_BYTES,
+    DrainResult,
+    Refused,
+    ServerAway,
+    Transport,
+    backoff,
+    drain,
+    ensure_run,
+    send_op,
+)
 
-METRIC_BATCH = 1000  # points per request
-ROLLOUT_BATCH = 50  # rollouts per request
-
+# Defaults of init(): a metrics batch closes at this many points or this many seconds, whichever
+# comes first; rollouts are spooled per log_rollouts call in chunks of at most ROLLOUT_BATCH. The
+# sender joins spooled batches into requests of ~REQUEST_BYTES with IN_FLIGHT of them under way.
+METRIC_BATCH = 50_000
+BATCH_SECONDS = 1.0
+ROLLOUT_BATCH = 256
 
 def _warn(message: str) -> None:
     print(f"deeprepo: {message}", file=sys.stderr, flush=True)
@@ -36,18 +52,31 @@ class Run:
         spool: Spool,
         transport: Transport | None,
         flush_interval: float = 1.0,
+        batch_points: int = METRIC_BATCH,
+        batch_seconds: float = BATCH_SECONDS,
+        batch_rollouts: int = ROLLOUT_BATCH,
+        request_bytes: int = REQUEST_BYTES,
+        in_flight: int = IN_FLIGHT,
     ) -> None:
         self.spool = spool
         self.transport = transport
         self.flush_interval = flush_interval
+        self.batch_points = max(1, batch_points)
+        self.batch_seconds = batch_seconds
+        self.batch_rollouts = max(1, batch_rollouts)
+        self.request_bytes = request_bytes
+        self.in_flight = in_flight
         self._points: list[dict[str, Any]] = []
         self._point_count = 0
+        self._points_special = False  # the open batch holds NaN/Infinity (or ints past 64 bits)
+        self._batch_opened = 0.0
         self._step = 0
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._drained = threading.Event()
         self._finished = False
+        self._summary: FinishSummary | None = None
+        self.sent = DrainResult()  # what the server took so far (and what it refused)
         self.last_error: str | None = None
         self._server_id: str | None = None
         self._thread: threading.Thread | None = None
@@ -81,21 +110,15 @@ class Run:
         """Log scalar values at a step (the next step after the last one when omitted)."""
         if step is None:
             step = self._step
-        numbers: dict[str, float | None] = {}
-        for key, value in values.items():
-            if isinstance(value, bool):
-                value = float(value)
-            if value is None or isinstance(value, int | float):
-                numbers[str(key)] = None if value is None else float(value)
-            elif hasattr(value, "item"):  # numpy / torch scalars
-                numbers[str(key)] = float(value.item())
-            else:
-                _warn(f"log: {key!r} is a {type(value).__name__}, not a number; skipped")
+        numbers, special = metric_values(values)
         with self._lock:
             self._step = max(self._step, step + 1)
+            if not self._points:
+                self._batch_opened = time.monotonic()
             self._points.append({"step": int(step), "time": time_ or time.time(), "values": numbers})
             self._point_count += len(numbers)
-            full = self._point_count >= METRIC_BATCH
+            self._points_special |= special
+            full = self._point_count >= self.batch_points
         if full:
             self._flush_points()
 
@@ -111,8 +134,8 @@ class Run:
                     _warn(f"log_rollouts: {key}={v} is not finite; stored as unknown")
                     r[key] = None
             batch.append(r)
-        for i in range(0, len(batch), ROLLOUT_BATCH):
-            self._append("rollouts", batch[i : i + ROLLOUT_BATCH])
+        for i in range(0, len(batch), self.batch_rollouts):
+            self._append("rollouts", batch[i : i + self.batch_rollouts])
 
     def log_artifact(
         self, path: str | os.PathLike[str], kind: str = "checkpoint", name: str | None = None, *, workers: int = 4
@@ -137,42 +160,68 @@ class Run:
         """Change run fields (tags, notes, config, summary, status ...)."""
         self._append("update", fields)
 
-    def finish(self, status: str = "finished", timeout: float | None = None) -> bool:
-        """Flush everything and mark the run finished. Returns True when the server has it all."""
-        if self._finished:
-            return self.spool.pending() == 0
-        self._flush_points()
-        self._append("finish", {"status": status})
-        self._finished = True
+    def finish(self, status: str = "finished", timeout: float | None = None) -> FinishSummary:
+        """Flush everything, mark the run finished and wait until the server has it all.
+
+        Waits as long as batches keep being acknowledged (a progress line on stderr after a few
+        seconds); gives up when the server has taken nothing for DEEPREPO_FINISH_TIMEOUT seconds
+        (default 120), or after `timeout` seconds in all. Returns a summary (true when everything
+        was stored) and warns, with the `deeprepo sync` command, when anything was refused or left.
+        """
+        if self._summary is not None:
+            return self._summary
+        if not self._finished:
+            self._flush_points()
+            self._append("finish", {"status": status})
+            self._finished = True
         if self.transport is None:
+            self._summary = self._summarize()
             _warn(f"offline run spooled in {self.spool.path}; upload it with `deeprepo sync {self.spool.path}`")
-            return False
-        wait = float(os.environ.get("DEEPREPO_FINISH_TIMEOUT", "60")) if timeout is None else timeout
-        deadline = time.monotonic() + wait
-        while self.spool.pending() > 0 and time.monotonic() < deadline:
-            self._wake.set()
-            self._drained.wait(0.2)
+            return self._summary
+        self._wait_sent(timeout)
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
-            self._thread.join(timeout=5)
-        left = self.spool.pending()
-        if left:
-            _warn(
-                f"the server did not take {left} batch(es) in time ({self.last_error}); they are kept in "
-                f"{self.spool.path}; upload them with `deeprepo sync {self.spool.path}`"
-            )
-            return False
+            self._thread.join(timeout=30)
         self.id  # noqa: B018 - remember the server id before the spool goes
-        if not (self.spool.path / "rejected.jsonl").exists():
+        summary = self._summarize()
+        if summary.ok:
             shutil.rmtree(self.spool.path, ignore_errors=True)  # everything is on the server
-        return True
+        else:
+            _warn(summary.warning(self.last_error))
+        self._summary = summary
+        return summary
+
+    def _wait_sent(self, timeout: float | None) -> None:
+        stall = float(os.environ.get("DEEPREPO_FINISH_TIMEOUT", "120"))
+        start = time.monotonic()
+        progress = Progress(self.spool)
+        last_acked, last_change = self.spool.acked(), start
+        while self.spool.pending() > 0:
+            now = time.monotonic()
+            acked = self.spool.acked()
+            if acked != last_acked:
+                last_acked, last_change = acked, now
+            if (timeout is not None and now - start >= timeout) or now - last_change >= stall:
+                break
+            progress.show(now - start)
+            self._wake.set()
+            time.sleep(0.05 if now - start < 1 else 0.2)
+        progress.close()
+
+    def _summarize(self) -> FinishSummary:
+        rejected = self.spool.rejected() if self.spool.path.exists() else []
+        return FinishSummary(
+            sent_batches=self.sent.sent - len(self.sent.rejected), points=self.sent.points,
+            rollouts=self.sent.rollouts, refused=[f"{r['op'].get('kind')} batch: {r['error']}" for r in rejected],
+            spooled=max(0, self.spool.pending()) if self.spool.path.exists() else 0, spool=str(self.spool.path),
+        )
 
     # ------------------------------------------------------------ internals
 
-    def _append(self, kind: str, body: Any) -> None:
+    def _append(self, kind: str, body: Any, exact_floats: bool = False) -> None:
         try:
-            self.spool.append(kind, body)
+            self.spool.append_raw(kind, encode(body, exact_floats))
         except SpoolError as exc:
             # The spool is intact but this batch is not on disk: hand it to the server directly,
             # and say so loudly when that is impossible too (nothing is silently dropped).
@@ -188,29 +237,34 @@ class Run:
                              "DEEPREPO_SPOOL_DIR") from exc
         self._wake.set()
 
-    def _flush_points(self) -> None:
+    def _flush_points(self, older_than: float | None = None) -> None:
         with self._lock:
+            if older_than is not None and (not self._points or time.monotonic() - self._batch_opened < older_than):
+                return
             points, self._points, self._point_count = self._points, [], 0
+            special, self._points_special = self._points_special, False
         if points:
-            self._append("metrics", points)
+            self._append("metrics", points, exact_floats=special)
 
     def _sender(self) -> None:
         assert self.transport is not None
         attempt = 0
+        run_id: str | None = None
         while True:
-            self._wake.wait(self.flush_interval)
+            self._wake.wait(min(self.flush_interval, self.batch_seconds))
             self._wake.clear()
-            self._flush_points()
+            self._flush_points(older_than=self.batch_seconds)
             try:
-                result = drain(self.spool, self.transport)
+                run_id = run_id or ensure_run(self.spool, self.transport)
+                result = drain(self.spool, self.transport, in_flight=self.in_flight,
+                               request_bytes=self.request_bytes, run_id=run_id)
+                self.sent.add(result)
                 for line in result.rejected:
                     _warn(f"the server refused a batch: {line}")
                 attempt = 0
                 self.last_error = None
-                self._drained.set()
             except (ServerAway, Refused) as exc:
                 self.last_error = str(exc)
-                self._drained.clear()
                 if attempt == 0:
                     _warn(f"server away ({exc}); spooling to {self.spool.path} and retrying")
                 if self._stop.wait(backoff(attempt)):
@@ -218,13 +272,13 @@ class Run:
                 attempt = min(attempt + 1, 6)
                 self._wake.set()
                 continue
-            if self._stop.is_set() and self.spool.pending() == 0:
+            if self._stop.is_set():
                 return
 
     def _atexit(self) -> None:
         if not self._finished:
             try:
-                self.finish(status="crashed" if sys.exc_info()[0] else "finished", timeout=10)
+                self.finish(status="crashed" if sys.exc_info()[0] else "finished")
             except Exception as exc:  # noqa: BLE001 - never raise from interpreter exit
                 _warn(f"could not finish the run at exit: {exc}")
 
@@ -248,11 +302,21 @@ def init(
     mode: str | None = None,
     spool_dir: str | Path | None = None,
     flush_interval: float = 1.0,
+    batch_points: int = METRIC_BATCH,
+    batch_seconds: float = BATCH_SECONDS,
+    batch_rollouts: int = ROLLOUT_BATCH,
+    request_bytes: int = REQUEST_BYTES,
+    in_flight: int = IN_FLIGHT,
 ) -> Run:
     """Start (or, with run_id / DEEPREPO_RUN_ID, resume) a run.
 
     Reads DEEPREPO_URL, DEEPREPO_API_KEY, DEEPREPO_RUN_ID, DEEPREPO_PROJECT, DEEPREPO_MODE
     (`online` or `offline`) and DEEPREPO_SPOOL_DIR.
+
+    Batching: metric points are spooled in batches closed at `batch_points` points or
+    `batch_seconds` seconds, whichever comes first; rollouts in chunks of `batch_rollouts`. The
+    sender joins spooled batches into requests of about `request_bytes` and keeps `in_flight`
+    requests under way (updates and the finish go alone, after everything logged before them).
     """
     mode = (mode or os.environ.get("DEEPREPO_MODE") or "online").lower()
     if mode not in ("online", "offline"):
@@ -298,4 +362,6 @@ def init(
                         _warn(f"server away ({exc}); the run will be created when it is back")
                     else:
                         time.sleep(backoff(attempt))
-    return Run(spool=spool, transport=transport, flush_interval=flush_interval)
+    return Run(spool=spool, transport=transport, flush_interval=flush_interval, batch_points=batch_points,
+               batch_seconds=batch_seconds, batch_rollouts=batch_rollouts, request_bytes=request_bytes,
+               in_flight=in_flight)

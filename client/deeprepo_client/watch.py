@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from deeprepo_client.formats import detect, parse
+from deeprepo_client.formats._stepfiles import LEDGER, Ledger
 from deeprepo_client.records import MetricsEvent, Problem, RewardsEvent, RolloutsEvent, RunEvent
 from deeprepo_client.spool import Spool
 from deeprepo_client.transport import Refused, ServerAway, Transport, drain
@@ -62,16 +63,18 @@ class PassResult:
 class Watcher:
     def __init__(self, directory: str | Path, transport: Transport, *, project: str | None = None,
                  state_dir: str | Path | None = None, fmt: str | None = None,
-                 out: Callable[[str], None] | None = None) -> None:
+                 out: Callable[[str], None] | None = None, into_run: str | None = None) -> None:
         self.dir = Path(directory).resolve()
         self.transport = transport
         self.project = project
         self.fmt = fmt
+        self.into_run = into_run  # an existing run (a job's) that the folder's train run fills
         self.state_dir = Path(state_dir) if state_dir else self.dir / STATE_DIRNAME
         self.spool_root = self.state_dir / "spool"
         self.out = out or (lambda line: print(line, flush=True))
         self.runs: dict[str, RunState] = {}
         self.spools: dict[str, Spool] = {}
+        self.ledger = Ledger()  # step files sent whole (framework dumps): skipped while unchanged
         self._printed: set[str] = set()
         self._load()
 
@@ -90,6 +93,7 @@ class Watcher:
             return
         except ValueError as exc:
             raise SystemExit(f"deeprepo watch: {self._state_file()} is damaged ({exc}); move it away to start over") from exc
+        self.ledger.done = {k: list(v) for k, v in data.get("files", {}).items()}
         for ref, r in data.get("runs", {}).items():
             st = RunState(local_id=r["local_id"], name=r.get("name", ref), metrics=dict(r.get("metrics", {})),
                           summary=dict(r.get("summary", {})))
@@ -105,7 +109,8 @@ class Watcher:
     def _save(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         data = {"dir": str(self.dir), "runs": {ref: {"local_id": s.local_id, "name": s.name, "metrics": s.metrics,
-                                                     "summary": s.summary} for ref, s in self.runs.items()}}
+                                                     "summary": s.summary} for ref, s in self.runs.items()},
+                "files": self.ledger.done}
         tmp = self._state_file().with_suffix(".tmp")
         tmp.write_text(json.dumps(data))
         os.replace(tmp, self._state_file())
@@ -129,20 +134,64 @@ class Watcher:
                 create["project"] = self.project
             parent = record.get("parent_ref")
             if parent in self.spools:
-                server_id = self.spools[parent].read_meta().get("server_id")
+                server_id = self._server_id(parent)
                 if server_id:
                     create["parent_run_id"] = server_id
             self.state_dir.mkdir(parents=True, exist_ok=True)
             st = RunState(local_id=local_id, name=str(create["name"]))
             self.runs[ref] = st
-            self.spools[ref] = Spool.create(self.spool_root, local_id, create, server_id=None)
+            self.spools[ref] = Spool.create(self.spool_root, local_id, create, server_id=self._into(record))
             self._save()
         return st, self.spools[ref]
+
+    def _into(self, record: dict[str, Any]) -> str | None:
+        """--into-run: the first train run of the folder goes into that run instead of a new one."""
+        if not self.into_run or record.get("kind", "train") != "train":
+            return None
+        taken = any(sp.read_meta().get("server_id") == self.into_run for sp in self.spools.values())
+        return None if taken else self.into_run
+
+    def _server_id(self, ref: str) -> str | None:
+        """The server's id of a run, creating it now if needed: an eval run links to its train run
+        when it is created, so the train run must exist first. None while the server is away."""
+        spool = self.spools[ref]
+        server_id = spool.read_meta().get("server_id")
+        if not server_id:
+            try:
+                drain(spool, self.transport)
+            except (ServerAway, Refused):
+                return None
+            server_id = spool.read_meta().get("server_id")
+        return str(server_id) if server_id else None
 
     def pass_once(self) -> PassResult:
         result = PassResult()
         if self.fmt is None and detect(self.dir) is None:
             return result  # nothing recognisable written yet
+        token = LEDGER.set(self.ledger)
+        try:
+            self._parse_pass(result)
+        finally:
+            LEDGER.reset(token)
+        # every row of the files read whole is in a spool now: later passes skip those files
+        self.ledger.done.update(self.ledger.read)
+        self.ledger.read = {}
+        self._save()
+        for ref, spool in self.spools.items():
+            try:
+                sent = drain(spool, self.transport)
+            except ServerAway as exc:
+                result.server_away = str(exc)
+                break
+            except Refused as exc:  # the run itself was refused (e.g. wrong project): nothing else can go
+                result.refused.append(f"{self.runs[ref].name}: {exc.message}")
+                continue
+            result.refused.extend(f"{self.runs[ref].name}: {line}" for line in sent.rejected)
+        for ref, st in self.runs.items():
+            result.runs[st.name] = self.spools[ref].read_meta().get("server_id")
+        return result
+
+    def _parse_pass(self, result: PassResult) -> None:
         for ev in parse(self.dir, fmt=self.fmt, partial_ok=True):
             if isinstance(ev, Problem):
                 text = str(ev)
@@ -161,20 +210,6 @@ class Watcher:
                 result.new_rollouts += self._rollouts(ev)
             elif isinstance(ev, RewardsEvent):
                 pass  # attaching results to other runs is the server importer's job
-        self._save()
-        for ref, spool in self.spools.items():
-            try:
-                sent = drain(spool, self.transport)
-            except ServerAway as exc:
-                result.server_away = str(exc)
-                break
-            except Refused as exc:  # the run itself was refused (e.g. wrong project): nothing else can go
-                result.refused.append(f"{self.runs[ref].name}: {exc.message}")
-                continue
-            result.refused.extend(f"{self.runs[ref].name}: {line}" for line in sent.rejected)
-        for ref, st in self.runs.items():
-            result.runs[st.name] = self.spools[ref].read_meta().get("server_id")
-        return result
 
     def _metrics(self, ev: MetricsEvent) -> int:
         st, spool = self._run(ev.ref, {"name": ev.ref})
@@ -210,9 +245,10 @@ class Watcher:
 
 
 def watch(directory: str | Path, transport: Transport, *, project: str | None = None, interval: float = 5.0,
-          once: bool = False, state_dir: str | Path | None = None, fmt: str | None = None) -> int:
+          once: bool = False, state_dir: str | Path | None = None, fmt: str | None = None,
+          into_run: str | None = None) -> int:
     """Poll until interrupted (or one pass with once=True). Returns a process exit code."""
-    watcher = Watcher(directory, transport, project=project, state_dir=state_dir, fmt=fmt)
+    watcher = Watcher(directory, transport, project=project, state_dir=state_dir, fmt=fmt, into_run=into_run)
     away_reported = False
     while True:
         result = watcher.pass_once()

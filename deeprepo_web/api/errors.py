@@ -5,10 +5,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 from ninja.errors import HttpError
 
 
 def loads(body: bytes) -> Any:
+    # orjson first: ~4x faster on big batches. What it refuses (NaN/Infinity, which metrics may
+    # carry, lone surrogates, huge integers, bad JSON) goes to json, which reads the first three
+    # and words the errors.
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass
     try:
         return json.loads(body)
     except UnicodeDecodeError as exc:

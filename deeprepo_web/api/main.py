@@ -11,6 +11,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
 from deeprepo_web import storage
+from deeprepo_web.api.docs import VendoredSwagger
 from deeprepo_web.api.errors import loads, pydantic_error_line
 from deeprepo_web.artifacts.api import router as artifacts_router
 from deeprepo_web.artifacts.services import ArtifactError
@@ -29,6 +30,7 @@ api = NinjaAPI(
     version="1",
     urls_namespace="api",
     docs_url="/docs",
+    docs=VendoredSwagger(),
     openapi_url="/openapi.json",
     parser=JsonParser(),
 )

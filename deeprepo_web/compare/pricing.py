@@ -54,6 +54,9 @@ def rollout_cost(
         sub_given = sum(float(v[2]) for v in sub_tokens.values() if len(v) > 3 and v[3])
         sub_given = min(sub_given, cost)
         return RolloutCost(root=cost - sub_given, sub=sub_given, given=True)
+    if input_tokens is None and output_tokens is None and not sub_tokens:
+        # No cost and no token counts at all: unknown ("—"), not free ("$0").
+        return RolloutCost(root=None, sub=None, given=False)
     unknown: list[str] = []
     root: float | None = 0.0
     if input_tokens or output_tokens:

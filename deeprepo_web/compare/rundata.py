@@ -50,6 +50,7 @@ class RunData:
     repeated_error: str
     outlier_ids: list[int]
     capped: bool
+    tools_used: tuple[str, ...] = ()  # every tool its rollouts called, most used first
 
     @property
     def n(self) -> int:
@@ -132,8 +133,13 @@ def run_data(run: Run, letter: str, *, zero: ZeroSpec | None, prices: dict[str, 
         for r, b in zip(rows, behaviours, strict=True)
     ]
     unknown = sorted({m for c in costs for m in c.unknown_models})
-    zero_vals = [_zero_value(r, b, zero) for r, b in zip(rows, behaviours, strict=True)]
     totals = _BehaviourTotals(behaviours)
+    if zero is not None and zero.kind == "tool" and not any(totals.tools.get(n) for n in zero.names):
+        # A run that never called the tool has no zero-X rate ("—"), not a rate of 100 %: its
+        # environment may not even offer the tool.
+        zero_vals = [math.nan] * len(rows)
+    else:
+        zero_vals = [_zero_value(r, b, zero) for r, b in zip(rows, behaviours, strict=True)]
     turns = [r["num_turns"] for r in rows]
     out_idx = turn_outliers(turns) if rows else []
     return RunData(
@@ -161,4 +167,5 @@ def run_data(run: Run, letter: str, *, zero: ZeroSpec | None, prices: dict[str, 
         repeated_error=totals.repeated_text,
         outlier_ids=[rows[i]["id"] for i in out_idx],
         capped=capped,
+        tools_used=tuple(name for name, _ in totals.tools.most_common()),
     )

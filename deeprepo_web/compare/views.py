@@ -16,7 +16,7 @@ from deeprepo_web.accounts.models import Role
 from deeprepo_web.analysis.cost import DEFAULT_PRICES
 from deeprepo_web.compare import checkpoints as ckpt
 from deeprepo_web.compare import comparison as cmp
-from deeprepo_web.compare import diffs
+from deeprepo_web.compare import curves, diffs
 from deeprepo_web.compare.exports import comparison_csv, comparison_markdown
 from deeprepo_web.compare.options import CompareError
 from deeprepo_web.compare.query import compare_params, comparison_for, number_param
@@ -110,11 +110,16 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
         resp = HttpResponse(comparison_csv(c), content_type="text/csv; charset=utf-8")
         resp["Content-Disposition"] = 'attachment; filename="comparison.csv"'
         return resp
-    keys = sorted({k for d in c.runs for k in selectors.series_keys(run=d.run)})
+    per_run = curves.curve_keys(c)
+    keys = sorted({k for run_keys in per_run.values() for k in run_keys})[:curves.MAX_KEYS]
     ctx.update(comparison_context(c, links=True))
-    ctx["series_keys"] = keys[:500]
-    ctx["chart"]["keys"] = keys[:500]
-    ctx["chart"]["key"] = "reward" if "reward" in keys else (keys[0] if keys else "")
+    ctx["series_keys"] = keys
+    ctx["chart"]["keys"] = keys
+    ctx["chart"]["key"] = curves.first_key(keys)
+    for run in ctx["chart"]["runs"]:
+        run["keys"] = per_run.get(run["id"], [])  # the page fetches a curve only from runs that have it
+    # The zero-X rate is offered for the tools these runs called, most used first.
+    ctx["zero_tools"] = list(dict.fromkeys(t for d in c.runs for t in d.tools_used))[:50]
     ctx["query"] = request.GET.urlencode()
     if c.options.zero is not None and not raw.get("zero"):
         ctx["raw"] = {**raw, "zero": c.options.zero.query}

@@ -73,7 +73,8 @@ def run_row_html(run: Run, *, url: str, reward: RunReward | None, group_key: str
     if len(tags) > MAX_TAGS_SHOWN:
         shown += format_html('<span class="muted small">+{}</span>', len(tags) - MAX_TAGS_SHOWN)
     when = run.started_at or run.created_at
-    spark = sparkline_points(reward.points) if reward else ""
+    # One point is not a trend: a flat line would say "steady", so it gets no sparkline.
+    spark = sparkline_points(reward.points) if reward and len(reward.points) > 1 else ""
     html = format_html(
         _RUN_ROW_HTML,
         id=run.public_id,

@@ -14,7 +14,7 @@ from deeprepo_web.runs.models import MetricSeries, Run
 from deeprepo_web.runs.selectors import finite_or_none
 
 # Metric keys that stand for "the reward" of a run, in order of preference.
-REWARD_KEYS = ("reward", "reward/mean", "train/reward", "rewards/mean", "eval/reward")
+REWARD_KEYS = ("reward", "reward/mean", "train/reward", "rewards/mean", "eval/reward", "critic/score/mean")  # last: verl
 RUN_SORTS = {
     "created": "created_at", "name": "name", "status": "status", "kind": "kind", "model": "model",
     "environment": "environment", "started": "started_at",
@@ -32,7 +32,8 @@ class RunQuery:
     tag: str = ""
     q: str = ""
     sort: str = "-created"
-    group: str = ""  # "config.<dotted key>"
+    group: str = ""  # what was typed: a config key, dotted or not, with or without "config."
+    group_paths: tuple[str, ...] = ()  # the existing dotted keys it names (grouping.group_paths)
 
 
 def _config_path(group: str) -> list[str] | None:
@@ -45,6 +46,7 @@ def run_table(*, project: Project, query: RunQuery, page: int = 1, per_page: int
     """One page of the project's runs under `query`, and whether a next page exists (no COUNT)."""
     from django.db.models import F, OuterRef, Q, Subquery
     from django.db.models.fields.json import KT
+    from django.db.models.functions import Coalesce
 
     qs = Run.objects.filter(project=project)
     if query.status:
@@ -60,9 +62,12 @@ def run_table(*, project: Project, query: RunQuery, page: int = 1, per_page: int
     if query.q:
         qs = qs.filter(Q(name__icontains=query.q) | Q(notes__icontains=query.q))
     order: list[Any] = []
-    path = _config_path(query.group)
-    if path is not None:
-        qs = qs.annotate(group_value=KT("config__" + "__".join(path)))
+    paths = [p.split(".") for p in query.group_paths]
+    if not paths and (path := _config_path(query.group)) is not None:
+        paths = [path]
+    if paths:
+        values = [KT("config__" + "__".join(path)) for path in paths]
+        qs = qs.annotate(group_value=values[0] if len(values) == 1 else Coalesce(*values))
         order.append(F("group_value").asc(nulls_last=True))
     desc = query.sort.startswith("-")
     name = query.sort.lstrip("-")

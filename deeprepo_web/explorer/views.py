@@ -13,11 +13,20 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_safe
 
 from deeprepo_web.accounts import access
-from deeprepo_web.explorer import selectors
+from deeprepo_web.explorer import grouping, selectors
+from deeprepo_web.explorer.evalsummary import (
+    eval_mean_rewards,
+    is_curve,
+    run_eval_summary,
+    scoreboard,
+    wants_summary,
+)
 from deeprepo_web.explorer.health import grpo_health
+from deeprepo_web.explorer.live import POLL_ACTIVE, POLL_IDLE, run_live_state
 from deeprepo_web.explorer.rows import run_row_html
 from deeprepo_web.front.http import STOP_POLLING, is_htmx, page_param
-from deeprepo_web.runs.models import FINAL_RUN_STATUSES, MetricSeries, Run, RunKind, RunStatus
+from deeprepo_web.runs.models import FINAL_RUN_STATUSES, MetricSeries, Rollout, Run, RunKind, RunStatus
+from deeprepo_web.runs.services import ingest_refusals
 
 PER_PAGE = 50
 MAX_OVERLAY = 8
@@ -35,8 +44,19 @@ def _query(request: HttpRequest) -> selectors.RunQuery:
     )
 
 
+def _rewards(runs: list[Run]) -> dict[int, selectors.RunReward]:
+    """The reward column: the reward series, else (evals) the mean reward of the rollouts."""
+    rewards = selectors.run_rewards(runs=runs)
+    means = eval_mean_rewards(runs=[r for r in runs if r.pk not in rewards])
+    for pk, (mean, n) in means.items():
+        rewards[pk] = selectors.RunReward(key=f"mean reward of {n} rollout{'s' if n != 1 else ''}", last=mean,
+                                          points=[])
+    return rewards
+
+
 def _qs(query: selectors.RunQuery, **changes: Any) -> str:
-    params = {k: v for k, v in {**query.__dict__, **changes}.items() if v not in ("", None)}
+    params = {k: v for k, v in {**query.__dict__, **changes}.items()
+              if v not in ("", None) and k != "group_paths"}  # resolved from `group` again
     if params.get("sort") == "-created":
         params.pop("sort")
     return urlencode(params)
@@ -47,28 +67,32 @@ def _qs(query: selectors.RunQuery, **changes: Any) -> str:
 def project(request: HttpRequest, slug: str) -> HttpResponse:
     proj, membership = access.project_for_user(request.user, slug)
     query = _query(request)
+    group_keys = grouping.config_keys(project=proj)
+    if query.group:
+        query.group_paths = tuple(grouping.group_paths(query.group, group_keys))
     page = page_param(request)
     runs, has_next = selectors.run_table(project=proj, query=query, page=page, per_page=PER_PAGE)
-    rewards = selectors.run_rewards(runs=runs)
+    rewards = _rewards(runs)
     project_url = reverse("project", args=[proj.slug])
     rows: list[SafeString] = []
     previous: object = object()
     for run in runs:
         group = None
-        if query.group:
+        if query.group_paths:  # a name that matches no key groups nothing (the page lists the keys)
             value = getattr(run, "group_value", None)
             if value != previous:
                 group = "—" if value is None else str(value)
                 previous = value
         # One reverse() per page, not per row: a run's URL is the project's plus its id.
         rows.append(run_row_html(run, url=f"{project_url}runs/{run.public_id}/", reward=rewards.get(run.pk),
-                                 group_key=query.group, group=group))
+                                 group_key=" / ".join(query.group_paths) or query.group, group=group))
     sort_desc = query.sort.startswith("-")
     context: dict[str, Any] = {
         "project": proj,
         "project_url": project_url,
         "membership": membership,
         "query": query,
+        "group_keys": group_keys,
         "rows": rows,
         "page": page,
         "has_next": has_next,
@@ -91,13 +115,29 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "explorer/runs.html", context)
 
 
+MAX_LIVE_ROWS = 100
+
+
+@require_safe
+@login_required
+def project_rows(request: HttpRequest, slug: str) -> JsonResponse:
+    """Fresh table rows of the given runs: the explorer re-reads its running rows with this."""
+    proj, _ = access.project_for_user(request.user, slug)
+    ids = [i for i in request.GET.get("ids", "").split(",") if i][:MAX_LIVE_ROWS]
+    runs = list(Run.objects.filter(project=proj, public_id__in=ids))
+    rewards = _rewards(runs)
+    project_url = reverse("project", args=[proj.slug])
+    rows = {run.public_id: run_row_html(run, url=f"{project_url}runs/{run.public_id}/", reward=rewards.get(run.pk),
+                                        group_key="", group=None) for run in runs}
+    return JsonResponse({"rows": rows})
+
 
 @require_safe
 @login_required
 def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     run = access.run_for_user(request.user, run_id, slug=slug)
     series = list(
-        MetricSeries.objects.filter(run=run).order_by("key").values("key", "count", "last_value")[:2000]
+        MetricSeries.objects.filter(run=run).order_by("key").values("key", "count", "last_value", "min_value")[:2000]
     )
     overlay: list[dict[str, str]] = []
     for other_id in request.GET.get("overlay", "").split(",")[:MAX_OVERLAY]:
@@ -110,21 +150,34 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
             continue  # a run the user may not read is silently left out of the overlay
         overlay.append({"id": other.public_id, "name": other.name})
     evals = list(Run.objects.filter(parent=run).order_by("checkpoint_step", "created_at")[:200])
+    has_step_rollouts = Rollout.objects.filter(run=run, step__isnull=False).exists()
+    summary = run_eval_summary(run=run) if wants_summary(run=run, has_step_rollouts=has_step_rollouts) else None
     chart_config = {
         "run": {"id": run.public_id, "name": run.name},
         "overlay": overlay,
-        "keys": [{"key": s["key"], "count": s["count"]} for s in series],
+        # A series of one point (or with no finite value) is a number, not a curve: it goes to the
+        # scoreboard instead.
+        "keys": [{"key": s["key"], "count": s["count"]} for s in series if is_curve(s)],
         "seriesUrl": "/api/v1/runs/",
         "healthUrl": reverse("run_health", args=[run.project.slug, run.public_id]),
+        "liveUrl": reverse("run_live", args=[run.project.slug, run.public_id]),
+        "live": run_live_state(run=run).as_dict(),
+        "poll": {"active": POLL_ACTIVE, "idle": POLL_IDLE},
+        # GRPO health needs training rollouts (with a step); without them the section stays hidden.
+        "health": has_step_rollouts,
     }
     return render(request, "explorer/run.html", {
         "project": run.project,
         "run": run,
         "series_count": len(series),
+        "summary": summary,
+        "scoreboard": scoreboard(series=series, summary=summary),
         "evals": evals,
+        "eval_rewards": {pk: r.last for pk, r in _rewards(evals).items()},
         "overlay": overlay,
         "chart_config": chart_config,
         "final": run.status in FINAL_RUN_STATUSES,
+        "refusals": ingest_refusals(run=run),
     })
 
 
@@ -138,6 +191,17 @@ def run_status(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     if final:
         response.status_code = STOP_POLLING
     return response
+
+
+@require_safe
+@login_required
+def run_live(request: HttpRequest, slug: str, run_id: str) -> JsonResponse:
+    """What an open run page polls: status, the header, the newest step and rollout (explorer.live)."""
+    run = access.run_for_user(request.user, run_id, slug=slug)
+    state = run_live_state(run=run)
+    header = render(request, "explorer/run.html#status", {"project": run.project, "run": run, "final": state.final})
+    return JsonResponse({**state.as_dict(), "header": header.content.decode(),
+                         "poll": {"active": POLL_ACTIVE, "idle": POLL_IDLE}})
 
 
 @require_safe

@@ -18,7 +18,7 @@ from deeprepo_web.accounts.models import ApiKey
 from deeprepo_web.api.auth import ingest_auth, read_auth
 from deeprepo_web.api.schemas import Iso
 from deeprepo_web.importers.jobs import import_job_create, import_job_enqueue
-from deeprepo_web.importers.models import ImportJob
+from deeprepo_web.importers.models import ImportJob, ImportOrigin
 from deeprepo_web.importers.uploads import UploadTooLarge
 
 router = Router(tags=["imports"])
@@ -51,7 +51,8 @@ def import_create(request: HttpRequest, files: File[list[UploadedFile]],
         raise HttpError(422, "files: upload at least one file (multipart field 'files')")
     try:
         job = import_job_create(project=key.project, user=key.user,
-                                files=[(f.name or "upload", f.chunks()) for f in files], fmt=format)
+                                files=[(f.name or "upload", f.chunks()) for f in files], fmt=format,
+                                origin=ImportOrigin.API)
     except UploadTooLarge as exc:
         raise HttpError(413, str(exc)) from exc
     import_job_enqueue(job=job)

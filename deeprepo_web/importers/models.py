@@ -14,14 +14,24 @@ class ImportStatus(models.TextChoices):
     FAILED = "failed"
 
 
+class ImportOrigin(models.TextChoices):
+    UPLOAD = "upload", "upload"
+    API = "api", "API"
+    CLI = "cli", "command line"
+    JOB = "job", "job outputs"
+
+
 class ImportJob(models.Model):
-    """One upload (a file, a zipped folder, or several files) being turned into runs."""
+    """One import being turned into runs: an upload (a file, a zipped folder, or several files), or a
+    path read in place by `manage.py import` or a finished job; every one is listed on the import page."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     status = models.CharField(max_length=8, choices=ImportStatus.choices, default=ImportStatus.QUEUED)
     source_name = models.CharField(max_length=1000)  # what the user uploaded, as they named it
-    path = models.CharField(max_length=2000)  # the stored upload under DATA_DIR/uploads
+    # The stored upload under DATA_DIR/uploads, or the path a command or a job imported in place.
+    path = models.CharField(max_length=2000)
+    origin = models.CharField(max_length=8, choices=ImportOrigin.choices, default=ImportOrigin.UPLOAD)
     size = models.BigIntegerField(default=0)
     fmt = models.CharField(max_length=32, blank=True, default="")  # forced format, '' = detect
     # Rows (rollouts + metric points) read so far; a running import updates it about once a second.
@@ -43,3 +53,12 @@ class ImportJob(models.Model):
     @property
     def is_final(self) -> bool:
         return self.status in (ImportStatus.DONE, ImportStatus.FAILED)
+
+    @property
+    def problems_total(self) -> int:
+        return int((self.report or {}).get("problems_total") or 0)
+
+    @property
+    def uploaded(self) -> bool:
+        """Its input is a stored upload (a worker can import it again); else a path on the importing machine."""
+        return self.origin in (ImportOrigin.UPLOAD, ImportOrigin.API)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from deeprepo_web.jobs.builtin_frameworks import FRAMEWORK_TEMPLATES
+
 BUILTIN_TEMPLATES: list[dict[str, Any]] = [
     {
         "slug": "demo-grpo",
@@ -94,6 +96,7 @@ BUILTIN_TEMPLATES: list[dict[str, Any]] = [
              "max_length": 500, "help": "TOML config, relative to the checkout"},
         ],
     },
+    *FRAMEWORK_TEMPLATES,
     {
         "slug": "custom",
         "name": "Custom command",

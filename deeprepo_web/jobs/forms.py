@@ -17,6 +17,13 @@ from workers.backends import backend_class
 
 PARAM_PREFIX = "param_"
 RES_PREFIX = "res_"
+# The resources each kind of cluster reads when it submits (sbatch options; Ray's entrypoint
+# resources; nothing for this machine): the launch form shows only the chosen cluster's.
+RESOURCES_BY_KIND: dict[str, tuple[str, ...]] = {
+    "local": (),
+    "slurm": ("partition", "gpus", "cpus", "mem", "time_limit", "account"),
+    "ray": ("cpus", "gpus", "ray_resources"),
+}
 
 SETTING_HELP = {
     "state_dir": "where job records, logs and exit codes are kept (relative paths: under $HOME)",
@@ -76,6 +83,7 @@ class LaunchForm(forms.Form):
         self.schema = validate_schema(template.params_schema)
         cluster_field: Any = self.fields["cluster"]
         cluster_field.choices = [(str(c.pk), f"{c.name} ({c.kind})") for c in clusters]
+        self.cluster_kinds = {str(c.pk): c.kind for c in clusters}
         for p in self.schema:
             field = _param_field(p)
             if p["required"]:
@@ -99,6 +107,28 @@ class LaunchForm(forms.Form):
 
     def resource_fields(self) -> list[forms.BoundField]:
         return [self[RES_PREFIX + name] for name in RESOURCE_FIELDS]
+
+    def chosen_kind(self) -> str:
+        """The kind of the cluster picked (posted, else the first offered)."""
+        picked = self.data.get("cluster") if self.is_bound else None
+        if picked not in self.cluster_kinds:
+            picked = next(iter(self.cluster_kinds), None)
+        return self.cluster_kinds.get(str(picked), "")
+
+    def resource_rows(self) -> list[tuple[forms.BoundField, str, bool]]:
+        """Each resource field, the cluster kinds that read it (for jobs.js), and whether it shows now."""
+        kind = self.chosen_kind()
+        return [(self[RES_PREFIX + name], " ".join(k for k, names in RESOURCES_BY_KIND.items() if name in names),
+                 name in RESOURCES_BY_KIND.get(kind, RESOURCE_FIELDS)) for name in RESOURCE_FIELDS]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        # A field the chosen cluster does not read was hidden: its value (and any error in it) goes.
+        shown = RESOURCES_BY_KIND.get(self.cluster_kinds.get(str(cleaned.get("cluster")), ""), RESOURCE_FIELDS)
+        for name in set(RESOURCE_FIELDS) - set(shown):
+            cleaned.pop(RES_PREFIX + name, None)
+            self.errors.pop(RES_PREFIX + name, None)
+        return cleaned
 
     def clean_res_ray_resources(self) -> dict[str, float]:
         raw = str(self.cleaned_data.get("res_ray_resources") or "").strip()

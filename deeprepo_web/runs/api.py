@@ -4,6 +4,8 @@ series and rollouts (any key or a session)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pydantic
@@ -19,6 +21,7 @@ from deeprepo_web.api.auth import ingest_auth, read_auth, run_for
 from deeprepo_web.api.errors import loads, pydantic_error_line
 from deeprepo_web.front.http import MAX_PAGE
 from deeprepo_web.runs import schemas, selectors, services
+from deeprepo_web.runs.ingest.images import images_offload
 from deeprepo_web.runs.ingest.metrics import metrics_ingest as store_metrics
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest as store_rollouts
 from deeprepo_web.runs.models import Rollout, Run
@@ -103,11 +106,28 @@ _ROLLOUTS_DOC = {"requestBody": {"content": {"application/json": {"schema": {
     "required": True}}
 
 
+@contextmanager
+def _refusal_noted(request: HttpRequest, run: Run, kind: str) -> Iterator[None]:
+    """A batch refused for good (4xx with a reason; not 413, which a client splits and re-sends)
+    is noted on the run, whose page then shows it. A request joining several of the client's
+    batches (X-Deeprepo-Batches) is re-sent batch by batch: only those refusals count."""
+    try:
+        yield
+    except (HttpError, services.IngestError) as exc:
+        status = exc.status_code if isinstance(exc, HttpError) else 422
+        joined = request.headers.get("X-Deeprepo-Batches", "1") not in ("", "1")
+        if 400 <= status < 500 and status != 413 and not joined:
+            services.ingest_refusal_note(run=run, kind=kind, error=str(exc))
+        raise
+
+
 @router.post("/runs/{run_id}/metrics", auth=ingest_auth, response=schemas.IngestOut, openapi_extra=_METRICS_DOC)
 def metrics_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
     run = run_for(request, run_id, write=True)
-    points = _batch(request, schemas.metric_batch, "points")
-    stored = store_metrics(run=run, points=points)
+    with _refusal_noted(request, run, "metrics"):
+        points = _batch(request, schemas.metric_batch, "points")
+        stored = store_metrics(run=run, points=points)
+    services.run_touch(run=run)
     return {"received": sum(len(p["values"]) for p in points), "stored": stored}
 
 
@@ -115,15 +135,25 @@ def metrics_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
              openapi_extra=_ROLLOUTS_DOC)
 def rollouts_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
     run = run_for(request, run_id, write=True)
-    rollouts = _batch(request, schemas.rollout_batch, "rollouts")
-    stored = store_rollouts(run=run, rollouts=rollouts)
+    with _refusal_noted(request, run, "rollouts"):
+        rollouts = _batch(request, schemas.rollout_batch, "rollouts")
+        rollouts = images_offload(run=run, rollouts=rollouts, body=request.body)  # base64 images -> blob store
+        stored = store_rollouts(run=run, rollouts=rollouts)
+    services.run_touch(run=run)
     return {"received": len(rollouts), "stored": stored}
 
 
 @router.get("/runs/{run_id}/series", auth=read_auth)
-def series(request: HttpRequest, run_id: str, key: str | None = None, buckets: int = 1000) -> dict[str, Any]:
-    """Without `key`: the run's metric keys. With it: the downsampled series (≤ 2,000 buckets)."""
+def series(request: HttpRequest, run_id: str, key: str | None = None, buckets: int = 1000,
+           after: int | None = None) -> dict[str, Any]:
+    """Without `key`: the run's metric keys. With it: the downsampled series (≤ 2,000 buckets).
+
+    With `after`: the raw points past that step, of `key` or of every key (≤ 2,000 a key), which is
+    what a live chart appends; keys listed in `truncated` had more and should be read whole.
+    """
     run = run_for(request, run_id)
+    if after is not None:
+        return selectors.series_after(run=run, after=after, key=key)
     if key is None:
         return {"keys": selectors.series_keys(run=run)}
     result = selectors.series_downsampled(run=run, key=key, buckets=buckets)

@@ -79,10 +79,17 @@ class Run(models.Model):
 
     @property
     def duration_seconds(self) -> float | None:
+        """Finished minus started; a run still going counts to now. A run that ended without an end
+        time (an import of a finished eval) has the time its files report, or none: never "until now"."""
+        if self.finished_at is not None and self.started_at is not None:
+            return (self.finished_at - self.started_at).total_seconds()
+        if self.status in FINAL_RUN_STATUSES:
+            reported = (self.summary or {}).get("time_s") if isinstance(self.summary, dict) else None
+            # 0 is what some writers put when they did not time it (vf-eval's time_ms: 0.0).
+            return float(reported) if isinstance(reported, int | float) and reported > 0 else None
         if self.started_at is None:
             return None
-        end = self.finished_at or timezone.now()
-        return (end - self.started_at).total_seconds()
+        return (timezone.now() - self.started_at).total_seconds()
 
 
 class MetricSeries(models.Model):
@@ -290,3 +297,21 @@ class BlobRef(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["run"], name="blobref_run")]
+
+
+class IngestRefusal(models.Model):
+    """Batches of a run the API refused for good (a 4xx with a reason), one row per distinct error.
+
+    The run page shows them as a banner: a client keeps refused batches on disk, but the person
+    looking at the charts should learn that data is missing, and why.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="ingest_refusals")
+    kind = models.CharField(max_length=16)  # metrics | rollouts
+    error = models.CharField(max_length=500)
+    count = models.IntegerField(default=1)
+    first_at = models.DateTimeField(default=timezone.now)
+    last_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "kind", "error"], name="refusal_run_kind_error")]

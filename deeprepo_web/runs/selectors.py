@@ -117,3 +117,44 @@ def series_downsampled(*, run: Run, key: str, buckets: int = 1000) -> Series | N
             out.max[-1] = hi if out.max[-1] is None else max(out.max[-1], hi)
     return out
 
+
+
+# A live chart asks for what came after its last step; a page that fell further behind than this
+# reloads the downsampled series instead of receiving every raw point.
+AFTER_MAX_POINTS = 2000
+
+
+def series_after(*, run: Run, after: int, key: str | None = None,
+                 limit: int = AFTER_MAX_POINTS) -> dict[str, Any]:
+    """Raw points with step > `after` of one key (or of every key): what a live chart appends.
+
+    Bounded by `limit` points per key; `truncated` names the keys that had more (their chart
+    reloads the downsampled series). Series whose last step is not past `after` are not read.
+    """
+    limit = max(1, min(limit, AFTER_MAX_POINTS))
+    series = MetricSeries.objects.filter(run=run, last_step__gt=after)
+    if key is not None:
+        series = series.filter(key=key)
+    ids = dict(series.values_list("id", "key")[:2000])
+    out: dict[str, Any] = {"after": after, "points": {}, "truncated": []}
+    if not ids:
+        return out
+    with connection.cursor() as cur:
+        # Per series the (series_id, step) primary key gives the newest points in order.
+        cur.execute(
+            "SELECT m.series_id, m.step, m.value, m.time FROM unnest(%s::bigint[]) AS s(id) "
+            "CROSS JOIN LATERAL (SELECT series_id, step, value, time FROM runs_metric "
+            "WHERE series_id = s.id AND step > %s ORDER BY step LIMIT %s) AS m ORDER BY m.series_id, m.step",
+            [list(ids), after, limit + 1],
+        )
+        rows = cur.fetchall()
+    for sid, step, value, time_ in rows:
+        pts = out["points"].setdefault(ids[sid], {"step": [], "time": [], "value": []})
+        if len(pts["step"]) >= limit:
+            if ids[sid] not in out["truncated"]:
+                out["truncated"].append(ids[sid])
+            continue
+        pts["step"].append(step)
+        pts["time"].append(time_)
+        pts["value"].append(finite_or_none(value))
+    return out

@@ -10,7 +10,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
-from deeprepo_web.runs.models import FINAL_RUN_STATUSES, BlobRef, Run, RunKind, RunStatus
+from deeprepo_web.runs.models import FINAL_RUN_STATUSES, BlobRef, IngestRefusal, Run, RunKind, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,10 @@ def run_create(
         "notes": notes,
         "parent": parent,
         "checkpoint_step": checkpoint_step,
-        "started_at": started_at or (timezone.now() if status != RunStatus.QUEUED else None),
+        # A run created already over (an import of a finished eval) has no start time unless given:
+        # the moment of the import is not when it ran.
+        "started_at": started_at or (
+            timezone.now() if status != RunStatus.QUEUED and status not in FINAL_RUN_STATUSES else None),
         "finished_at": finished_at,
         "summary": summary or {},
     }
@@ -72,11 +75,13 @@ def run_update(*, run: Run, **changes: Any) -> Run:
     unknown = set(changes) - set(RUN_FIELDS) - {"parent", "checkpoint_step", "summary", "started_at", "finished_at"}
     if unknown:
         raise IngestError(f"unknown run field(s): {', '.join(sorted(unknown))}")
+    was_final = run.status in FINAL_RUN_STATUSES
     for field, value in changes.items():
         setattr(run, field, value)
     if changes.get("status") == RunStatus.RUNNING and run.started_at is None:
         run.started_at = timezone.now()
-    if changes.get("status") in FINAL_RUN_STATUSES and run.finished_at is None:
+    # It ends now only if it was going (a re-import of a finished run does not end it again).
+    if changes.get("status") in FINAL_RUN_STATUSES and run.finished_at is None and not was_final:
         run.finished_at = timezone.now()
     run.save()
     return run
@@ -86,6 +91,20 @@ def run_finish(*, run: Run, status: str = RunStatus.FINISHED) -> Run:
     if status not in FINAL_RUN_STATUSES:
         raise IngestError(f"status: {status!r} is not a final status ({', '.join(sorted(FINAL_RUN_STATUSES))})")
     return run_update(run=run, status=status)
+
+
+# A run that received data this recently counts as live for open pages (explorer.live); the touch
+# that records it is skipped while the last one is this fresh, so a busy run costs one UPDATE a while.
+TOUCH_EVERY_SECONDS = 2.0
+
+
+def run_touch(*, run: Run) -> None:
+    """Mark that points or rollouts just arrived (Run.updated_at), at most every TOUCH_EVERY_SECONDS."""
+    now = timezone.now()
+    if run.updated_at and (now - run.updated_at).total_seconds() < TOUCH_EVERY_SECONDS:
+        return
+    Run.objects.filter(pk=run.pk).update(updated_at=now)
+    run.updated_at = now
 
 
 def run_delete(*, run: Run) -> dict[str, int]:
@@ -127,3 +146,19 @@ def run_delete(*, run: Run) -> dict[str, int]:
             # The rows are gone already; an orphan blob wastes space but harms nobody.
             log.warning("run_delete: blob %s kept: %s", sha, exc)
     return {"objects": objects, "blobs": blobs, "metrics": metrics, "rollouts": rollouts}
+
+
+def ingest_refusal_note(*, run: Run, kind: str, error: str) -> None:
+    """Remember that a batch of `run` was refused with `error` (counted per distinct error line)."""
+    error = error[:500]
+    with connection.cursor() as cur:
+        cur.execute(
+            "INSERT INTO runs_ingestrefusal (run_id, kind, error, count, first_at, last_at) "
+            "VALUES (%s, %s, %s, 1, now(), now()) ON CONFLICT (run_id, kind, error) "
+            "DO UPDATE SET count = runs_ingestrefusal.count + 1, last_at = now()",
+            [run.pk, kind, error],
+        )
+
+
+def ingest_refusals(*, run: Run) -> list[IngestRefusal]:
+    return list(IngestRefusal.objects.filter(run=run).order_by("-last_at")[:5])

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST, require_safe
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
 from deeprepo_web.analysis import stats
-from deeprepo_web.compare import diffs, pricing
+from deeprepo_web.compare import curves, diffs, pricing
 from deeprepo_web.compare.options import CompareError
 from deeprepo_web.compare.query import comparison_for
 from deeprepo_web.compare.rundata import run_data
@@ -126,6 +126,11 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
             raise Http404("the shared comparison no longer exists") from None
         ctx.update(comparison_context(c, links=False))
         ctx["title"] = link.title or "Comparison of " + ", ".join(d.run.name for d in c.runs)
+        # A public page cannot read the series API: the curves come with the page.
+        per_run = curves.curve_keys(c)
+        key = curves.first_key(sorted({k for keys in per_run.values() for k in keys}))
+        if key:
+            ctx["chart"]["curves"] = curves.curves_embed(c, per_run, key)
         template = "sharing/shared_comparison.html"
     elif link.kind == ShareKind.RUN and link.run is not None:
         ctx.update(_run_stats(link))

@@ -191,7 +191,9 @@ def looks_like_patch(text: str) -> bool:
 def diff_html(text: str) -> SafeString:
     """A unified diff with one classed span per line (+ added, - removed, @@ hunk, file headers)."""
     lines = []
-    for line in text.split("\n"):
+    # CRLF patches (files with Windows line endings): the CR would be a second line break in a <pre>.
+    body = text.replace("\r\n", "\n")
+    for line in (body[:-1] if body.endswith("\n") else body).split("\n"):  # a final newline ends, not adds, a line
         if line.startswith(("+++", "---", "diff --git", "index ")):
             cls = "d-file"
         elif line.startswith("@@"):
@@ -203,7 +205,8 @@ def diff_html(text: str) -> SafeString:
         else:
             cls = "d-ctx"
         lines.append(f'<span class="{cls}">{plain_html(line)}</span>')
-    return mark_safe("\n".join(lines))  # noqa: S308 - each line escaped by plain_html
+    # The spans are blocks: a newline between them would be one more (empty) line in the <pre>.
+    return mark_safe("".join(lines))  # noqa: S308 - each line escaped by plain_html
 
 
 def pretty_json(value: Any) -> str:

@@ -215,6 +215,15 @@ def group_siblings(*, rollout: Rollout, limit: int = 256) -> list[dict[str, Any]
     return [dict(row) for row in rows]
 
 
+def group_advantage(*, rollout: Rollout, siblings: list[dict[str, Any]]) -> float | None:
+    """The advantage the Groups tab shows for `rollout` (from its group's rewards), for one that logged none."""
+    stats = group_stats({"example_key": "", "reward": s["reward"]} for s in siblings)
+    if not stats:
+        return None
+    ids = [siblings[i]["id"] for i in stats[0].indices]
+    return stats[0].advantages[ids.index(rollout.pk)] if rollout.pk in ids else None
+
+
 @dataclass
 class TurnView:
     turn: Turn

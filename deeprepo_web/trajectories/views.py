@@ -200,6 +200,8 @@ def trajectory(request: HttpRequest, slug: str, run_id: str, rollout_id: int) ->
         "prev_id": ids[here - 1] if here else None,
         "next_id": ids[here + 1] if here is not None and here + 1 < len(ids) else None,
         "components": sorted((rollout.reward_components or {}).items()),
+        "group_advantage": selectors.group_advantage(rollout=rollout, siblings=siblings)
+        if rollout.advantage is None else None,
         **_turns_ctx(rollout, start, limit),
     }
     return render(request, "trajectories/trajectory.html", ctx)

@@ -71,6 +71,14 @@ def test_launch_demo_grpo_watch_it_succeed_then_cancel_another(
 
     other = _launch_demo(page, base, steps=200, sleep=2)
     page.wait_for_selector("#job-status:has-text('running')", timeout=30_000)
+    # Cancel asks first: saying no leaves the job running.
+    asked: list[str] = []
+    page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+    page.click("button:has-text('Cancel job')")
+    time.sleep(2.5)  # longer than the page's 2 s refresh
+    assert asked and "Cancel" in asked[0] and "this machine" in asked[0]
+    assert "running" in page.inner_text("#job-status")
+    page.once("dialog", lambda d: d.accept())
     page.click("button:has-text('Cancel job')")
     page.wait_for_selector("#job-status:has-text('cancelled')", timeout=30_000)
     page.screenshot(path=f"{screenshot_dir}/job-cancelled.png", full_page=True)
@@ -82,3 +90,52 @@ def test_launch_demo_grpo_watch_it_succeed_then_cancel_another(
     assert other != job_id
     # The only console line allowed: Chromium reporting the deliberate 422 of the bad form.
     assert [e for e in page.watched.errors if "status of 422" not in e] == []
+
+
+def test_launch_form_shows_only_the_chosen_clusters_resources(
+    browser_page: Any, live_server: Any, team: Any, tmp_path: Path, screenshot_dir: str,
+) -> None:
+    from deeprepo_web.jobs.services.clusters import cluster_save
+
+    cluster_save(project=team.project, name="this machine", kind="local",
+                 settings_in={"state_dir": str(tmp_path / "local-jobs")})
+    cluster_save(project=team.project, name="hpc", kind="slurm", settings_in={})
+    cluster_save(project=team.project, name="ray-head", kind="ray", settings_in={"address": "http://127.0.0.1:9"})
+    page = browser_page(team.editor)
+    page.goto(f"{live_server.url}/p/demo/jobs/new/demo-grpo/")
+
+    def shown() -> set[str]:
+        return {el.get_attribute("name") for el in page.locator("#launch-resources [name]").all() if el.is_visible()}
+
+    page.select_option("select[name=cluster]", label="this machine (local)")
+    assert shown() == set()
+    assert page.locator("text=takes no resource options").is_visible()
+    page.select_option("select[name=cluster]", label="hpc (slurm)")
+    assert shown() == {"res_partition", "res_gpus", "res_cpus", "res_mem", "res_time_limit", "res_account"}
+    page.screenshot(path=f"{screenshot_dir}/launch-slurm.png", full_page=True)
+    page.select_option("select[name=cluster]", label="ray-head (ray)")
+    assert shown() == {"res_cpus", "res_gpus", "res_ray_resources"}
+    assert page.watched.errors == []
+
+
+def test_a_hidden_resource_is_dropped_not_an_error(team: Any, tmp_path: Path) -> None:
+    from deeprepo_web.jobs.forms import LaunchForm
+    from deeprepo_web.jobs.selectors import template_get
+    from deeprepo_web.jobs.services.clusters import cluster_save
+    from deeprepo_web.jobs.services.templates import builtin_templates_ensure
+
+    builtin_templates_ensure()
+    local = cluster_save(project=team.project, name="here", kind="local",
+                         settings_in={"state_dir": str(tmp_path / "local-jobs")})
+    slurm = cluster_save(project=team.project, name="hpc", kind="slurm", settings_in={})
+    template = template_get(project=team.project, slug="demo-grpo")
+    # Typed while Slurm was chosen, then the user picked this machine: those fields were hidden.
+    typed = {"cluster": str(local.pk), "res_partition": "gpu", "res_gpus": "-1", "param_steps": "3"}
+    form = LaunchForm(typed, template=template, clusters=[local, slurm])
+    assert form.is_valid(), form.errors
+    assert all(v is None for v in form.resources().values())
+    form = LaunchForm({**typed, "cluster": str(slurm.pk)}, template=template, clusters=[local, slurm])
+    assert not form.is_valid() and "res_gpus" in form.errors  # shown for Slurm: still checked
+    form = LaunchForm({**typed, "res_gpus": "1", "cluster": str(slurm.pk)}, template=template,
+                      clusters=[local, slurm])
+    assert form.is_valid() and form.resources()["partition"] == "gpu"

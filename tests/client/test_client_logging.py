@@ -29,7 +29,7 @@ def test_client_logs_a_run_that_the_api_returns(live_server, team, tmp_path):
     for step in range(30):
         run.log({"reward": step / 30, "loss": float("nan") if step == 5 else 1.0}, step=step)
     run.log_rollouts([rollout(f"ex-{i}", reward=i / 10) for i in range(7)])
-    assert run.finish() is True
+    assert run.finish().ok
     stored = Run.objects.get(public_id=run.id)
     assert stored.status == "finished" and stored.config == {"lr": 0.1}
     assert MetricSeries.objects.get(run=stored, key="reward").count == 30
@@ -46,7 +46,7 @@ def test_server_away_spools_and_sync_uploads_once(live_server, team, tmp_path, c
     for step in range(2500):
         run.log({"reward": step / 2500}, step=step)
     run.log_rollouts([rollout(f"ex-{i}") for i in range(120)])
-    assert run.finish(timeout=0.5) is False
+    assert not run.finish(timeout=0.5)
     assert "deeprepo sync" in capsys.readouterr().err
     args = ["--url", live_server.url, "--api-key", team.key, "sync", str(tmp_path)]
     assert cli_main(args) == 0

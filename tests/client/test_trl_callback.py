@@ -80,7 +80,7 @@ def test_callback_logs_into_an_existing_run_and_leaves_it_open(live_server, team
                                spool_dir=tmp_path / "spool", flush_interval=0.1)
     _tiny_trainer(tmp_path, DeeprepoCallback(run=run), max_steps=3).train()
     assert Run.objects.get(public_id=run.id).status == "running"  # the caller finishes its own run
-    assert run.finish() is True
+    assert run.finish().ok
     stored = Run.objects.get(public_id=run.id)
     assert stored.status == "finished" and MetricSeries.objects.get(run=stored, key="loss").count == 3
 

@@ -148,3 +148,93 @@ def test_empty_folder_waits_and_bad_arguments(live_server, team, tmp_path, capsy
     assert "nothing yet" in capsys.readouterr().out
     assert _watch(live_server.url, team.key, tmp_path / "missing") == 2
     assert cli_main(["--api-key", team.key, "watch", str(tmp_path), "--interval", "0"]) == 2
+
+
+def _aged(path, seconds=60):
+    import os
+    import time
+
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def test_verl_output_folder_step_files_as_they_come(live_server, team, tmp_path, samples, capsys):
+    """verl writes rollout_data/{step}.jsonl at the end of each step and validation_data/{step}.jsonl
+    after each validation: new files are sent once whole, the eval run links to the train run."""
+    src = samples / "verl" / "generated-by-verl-0.9.1"
+    out = tmp_path / "verl-run"
+    (out / "rollout_data").mkdir(parents=True)
+    (out / "validation_data").mkdir()
+    shutil.copy(src / "validation_data" / "0.jsonl", out / "validation_data" / "0.jsonl")
+    shutil.copy(src / "rollout_data" / "1.jsonl", out / "rollout_data" / "1.jsonl")
+    step2 = (src / "rollout_data" / "2.jsonl").read_text()
+    (out / "rollout_data" / "2.jsonl").write_text(step2[:3000])  # verl is mid-write
+    for f in out.rglob("*.jsonl"):
+        _aged(f)
+    assert _watch(live_server.url, team.key, out) == 0
+    train = Run.objects.get(project=team.project, source="verl", kind="train")
+    val0 = Run.objects.get(project=team.project, source="verl", kind="eval")
+    assert val0.parent_id == train.pk and val0.checkpoint_step == 0
+    assert Rollout.objects.filter(run=train).count() == 12 and Rollout.objects.filter(run=val0).count() == 3
+    assert MetricSeries.objects.get(run=train, key="reward/mean").count == 1  # no tracker: from the dump
+    assert "truncated" not in capsys.readouterr().err
+
+    (out / "rollout_data" / "2.jsonl").write_text(step2)
+    _aged(out / "rollout_data" / "2.jsonl")
+    assert _watch(live_server.url, team.key, out) == 0
+    assert "+12 rollouts" in capsys.readouterr().out
+    assert sorted(set(Rollout.objects.filter(run=train).values_list("step", flat=True))) == [1, 2]
+    state = json.loads((out / ".deeprepo-watch" / "state.json").read_text())
+    assert len(state["files"]) == 3  # sent whole: later passes skip them while they stay unchanged
+
+    # a restart sends nothing again; a new step and a new validation come through
+    assert _watch(live_server.url, team.key, out) == 0
+    assert "+0 rollouts, +0 points" in capsys.readouterr().out
+    shutil.copy(src / "rollout_data" / "3.jsonl", out / "rollout_data" / "3.jsonl")
+    shutil.copy(src / "validation_data" / "3.jsonl", out / "validation_data" / "3.jsonl")
+    for f in out.rglob("3.jsonl"):
+        _aged(f)
+    assert _watch(live_server.url, team.key, out) == 0
+    assert Rollout.objects.filter(run=train).count() == 36
+    val3 = Run.objects.get(project=team.project, source="verl", kind="eval", checkpoint_step=3)
+    assert val3.parent_id == train.pk and Rollout.objects.filter(run=val3).count() == 3
+    assert Run.objects.filter(project=team.project).count() == 3
+
+
+def test_into_run_fills_a_jobs_run(live_server, team, tmp_path, samples):
+    """A job's command runs `deeprepo watch OUT --into-run $DEEPREPO_RUN_ID`: the folder's train run is
+    the job's run, and validation runs link to it."""
+    from deeprepo_web.runs.services import run_create
+
+    job_run, _ = run_create(project=team.project, name="verl job", source="job", external_id="job-1", kind="train")
+    out = tmp_path / "job-out"
+    shutil.copytree(samples / "verl" / "generated-by-verl-0.9.1", out)
+    for f in out.rglob("*.jsonl"):
+        _aged(f)
+    assert _watch(live_server.url, team.key, out, "--into-run", job_run.public_id) == 0
+    assert Rollout.objects.filter(run=job_run).count() == 36
+    assert MetricSeries.objects.get(run=job_run, key="critic/score/mean").count == 3
+    evals = Run.objects.filter(project=team.project, kind="eval")
+    assert sorted(e.checkpoint_step for e in evals) == [0, 3] and {e.parent_id for e in evals} == {job_run.pk}
+    assert Run.objects.filter(project=team.project).count() == 3
+
+
+@pytest.mark.parametrize(("folder", "source", "rollouts", "runs"), [
+    ("skyrl", "skyrl", 8, 3), ("art", "art", 36, 4), ("areal", "areal", 18, 2), ("rllm-model-gateway", "rllm", 2, 1),
+])
+def test_framework_folders_watched_once_then_nothing_new(live_server, team, tmp_path, samples, capsys,
+                                                         folder, source, rollouts, runs):
+    out = tmp_path / folder
+    shutil.copytree(samples / folder, out)
+    for f in out.rglob("*"):
+        if f.is_file():
+            _aged(f)
+    assert _watch(live_server.url, team.key, out) == 0
+    assert Rollout.objects.filter(run__source=source).count() == rollouts
+    assert Run.objects.filter(project=team.project, source=source).count() == runs
+    # the files sent whole are remembered: the next pass skips them while they stay unchanged
+    assert json.loads((out / ".deeprepo-watch" / "state.json").read_text())["files"]
+    capsys.readouterr()
+    assert _watch(live_server.url, team.key, out) == 0
+    assert "+0 rollouts, +0 points" in capsys.readouterr().out
+    assert Rollout.objects.filter(run__source=source).count() == rollouts

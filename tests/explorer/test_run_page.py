@@ -17,26 +17,45 @@ def chart_config(html: str) -> dict[str, Any]:
     return json.loads(m.group(1))
 
 
-def test_status_partial_polls_while_running_and_stops_with_286(client: Any, team: Any, seeded: Any) -> None:
+def test_status_partial_says_running_then_stops_with_286(client: Any, team: Any, seeded: Any) -> None:
     from deeprepo_web.runs.services import run_finish
 
     client.force_login(team.viewer)
     url = f"/p/demo/runs/{seeded.beta.public_id}/status/"
     live = client.get(url)
-    assert live.status_code == 200
-    assert 'hx-trigger="every 3s"' in live.content.decode() and "running" in live.content.decode()
+    assert live.status_code == 200 and "running" in live.content.decode()
     run_finish(run=seeded.beta)
     done = client.get(url)
     assert done.status_code == 286
-    body = done.content.decode()
-    assert "finished" in body and "hx-trigger" not in body
+    assert "finished" in done.content.decode()
+
+
+def test_live_state_follows_points_rollouts_and_the_end(client: Any, team: Any, seeded: Any) -> None:
+    from deeprepo_web.runs.ingest.metrics import metrics_ingest
+    from deeprepo_web.runs.services import run_finish
+
+    client.force_login(team.viewer)
+    url = f"/p/demo/runs/{seeded.beta.public_id}/live/"
+    first = client.get(url).json()
+    assert first["status"] == "running" and first["final"] is False and first["last_step"] == 2
+    assert first["keys"] == 2 and first["points"] == 6 and first["rollout"] is None
+    assert 'id="run-status"' in first["header"]
+    metrics_ingest(run=seeded.beta, points=[{"step": 3, "values": {"reward": 1.0, "kl": 0.1}}])
+    second = client.get(url).json()
+    assert second["last_step"] == 3 and second["keys"] == 3 and second["points"] == 8
+    metrics_ingest(run=seeded.beta, points=[{"step": 3, "values": {"eval/acc": 0.5}}])  # late, same step
+    assert client.get(url).json()["points"] == 9
+    run_finish(run=seeded.beta)
+    assert client.get(url).json()["final"] is True
+    client.force_login(team.outsider)
+    assert client.get(url).status_code == 404
 
 
 def test_page_shows_facts_config_and_evals(client: Any, team: Any, seeded: Any) -> None:
     client.force_login(team.viewer)
     html = client.get(f"/p/demo/runs/{seeded.alpha.public_id}/").content.decode()
     assert "<h1>alpha-grpo</h1>" in html
-    assert 'hx-trigger="every 3s"' not in html  # finished: no polling
+    assert chart_config(html)["live"]["final"] is True  # finished: the page does not poll
     assert '"optim": {"name": "adamw"}' in html  # config through json_script
     assert f'/p/demo/runs/{seeded.evalrun.public_id}/' in html and "Evals of checkpoints" in html
     cfg = chart_config(html)
@@ -51,7 +70,9 @@ def test_page_shows_facts_config_and_evals(client: Any, team: Any, seeded: Any) 
 def test_running_page_polls(client: Any, team: Any, seeded: Any) -> None:
     client.force_login(team.viewer)
     html = client.get(f"/p/demo/runs/{seeded.beta.public_id}/").content.decode()
-    assert f'hx-get="/p/demo/runs/{seeded.beta.public_id}/status/"' in html and 'hx-trigger="every 3s"' in html
+    cfg = chart_config(html)
+    assert cfg["liveUrl"] == f"/p/demo/runs/{seeded.beta.public_id}/live/" and cfg["live"]["final"] is False
+    assert "js/live.js" in html
 
 
 def test_overlay_keeps_readable_runs_only(client: Any, team: Any, seeded: Any) -> None:

@@ -54,7 +54,7 @@ def test_postgres_restart_during_logging_loses_and_doubles_nothing(own_postgres,
                 run.log_rollouts([rollout(f"ex-{step}-{i}", step=step) for i in range(3)])
             time.sleep(0.01)
         assert restarted.wait(30)
-        assert run.finish(timeout=90) is True
+        assert run.finish(timeout=90).ok
     assert "server away" in capfd.readouterr().err  # the outage was really seen by the client
     with psycopg.connect(own_postgres.url) as conn:
         points = conn.execute(

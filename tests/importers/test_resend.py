@@ -48,3 +48,17 @@ def test_only_stale_queued_imports_are_sent_again(team, settings, tmp_path, cele
     assert ImportJob.objects.get(pk=fresh.pk).status == "queued"
     assert ImportJob.objects.get(pk=running.pk).status == "running"
     assert tasks.resend_imports.apply().get() == 0  # nothing left to send
+
+
+def test_a_command_line_import_whose_process_died_is_failed_not_taken_over(team, settings):
+    # Its path is on the machine of a process that is gone: no worker can read it again.
+    settings.DEEPREPO_IMPORT_STALE_SECONDS = 60
+    long_ago = timezone.now() - timedelta(minutes=10)
+    dead = ImportJob.objects.create(project=team.project, source_name="/data/eval", path="/data/eval", origin="cli",
+                                    status="running", sent_at=long_ago, heartbeat_at=long_ago)
+    alive = ImportJob.objects.create(project=team.project, source_name="/data/b", path="/data/b", origin="cli",
+                                     status="running", sent_at=long_ago, heartbeat_at=timezone.now())
+    assert tasks.resend_imports.apply().get() == 0
+    dead.refresh_from_db()
+    assert dead.status == "failed" and "stopped before it finished" in dead.error
+    assert ImportJob.objects.get(pk=alive.pk).status == "running"

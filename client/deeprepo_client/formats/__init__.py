@@ -17,9 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Detected, Event, MetricsEvent, Problem, RewardsEvent, RolloutsEvent, RunEvent
+from . import (
+    _frameworks,
+    openhands,
+    prime_hosted,
+    prime_rl,
+    swe_agent,
+    swebench,
+    trl,
+    verifiers,
+    wandb_export,
+)
 from . import inspect as inspect_fmt
 from . import mlflow as mlflow_fmt
-from . import openhands, prime_hosted, prime_rl, swe_agent, swebench, trl, verifiers, wandb_export
 from . import trackio as trackio_fmt
 from . import wandb as wandb_fmt
 from ._json import LFS_PREFIX
@@ -59,6 +69,9 @@ def _keys(head: bytes) -> tuple[set[str], set[str]]:
 
 def _classify(k1: set[str], k2: set[str]) -> str | None:
     """Format from the keys of a JSON document or of the first JSON line."""
+    framework = _frameworks.line_format(k1)
+    if framework:
+        return framework
     if "log_history" in k1:
         return "trl"
     if "trajectory" in k1 and ({"info", "history"} & k1):
@@ -108,6 +121,9 @@ def _detect_file(path: Path) -> Detected | None:
         return Detected("wandb", str(path))
     if head.startswith(trackio_fmt.SQLITE) and trackio_fmt.is_project(path):
         return Detected("trackio", str(path))
+    refused = _frameworks.binary_format(path, head)
+    if refused:
+        return refused
     if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
         try:
             with zipfile.ZipFile(path) as z:
@@ -124,6 +140,8 @@ def _detect_file(path: Path) -> Detected | None:
     keys, one_line = _is_jsonl(path)
     if one_line:
         fmt = _classify(keys, _keys(head)[1])
+        if fmt == "prime_rl" and not _frameworks.scalar_row(_frameworks.first_object(path)):
+            fmt = None  # {step, ...} with text or objects in it is no metrics.jsonl: never guess
     else:
         k1, k2 = _keys(head)
         fmt = _classify(k1, k2)
@@ -132,6 +150,9 @@ def _detect_file(path: Path) -> Detected | None:
 
 def _detect_dir_specific(path: Path) -> Detected | None:
     """A folder that is one run in a known layout."""
+    framework = _frameworks.dir_format(path)
+    if framework:
+        return framework
     names = {p.name for p in path.iterdir()}
     if wandb_fmt.is_run_or_runs(path, names):
         return Detected("wandb", str(path))
@@ -285,6 +306,7 @@ FORMATS: dict[str, Parser] = {
     "swebench_summary": swebench.parse_summary,
     "swebench_reports": swebench.parse_reports,
     "prime_rl": prime_rl.parse,
+    **_frameworks.PARSERS,
     "wandb": wandb_fmt.parse,
     "mlflow": mlflow_fmt.parse,
     "trackio": trackio_fmt.parse,
@@ -336,7 +358,7 @@ def parse(path: str | Path, *, fmt: str | None = None, partial_ok: bool = False,
         yield Problem(str(p), None, f"could not inspect input: {type(e).__name__}: {e}", fatal=True)
         return
     if d is None:
-        yield Problem(str(p), None, f"unknown format: {_describe(p)}", fatal=True)
+        yield Problem(str(p), None, f"unknown format: {_describe(p)}; {_frameworks.EXPECTED}", fatal=True)
         return
     try:
         yield from _dispatch(d, partial_ok, limits)

@@ -9,8 +9,24 @@ from typing import Any
 from ..records import Event, Problem, RolloutRecord, RunEvent, RunRecord, ToolCallRecord, TurnRecord
 from ._batches import batch_rollouts
 from ._json import iter_jsonl, load_json
+from ._names import informative, joined, short_model
 from ._patches import patch_touches_tests
 from ._values import maybe_json, num, short_hash, tokens
+
+# Suffixes SWE-agent appends to an instance id in file names and keys (the tool-calling config's name;
+# `.traj` of `x.traj.json`): the example is the SWE-bench instance, shared with its SWE-bench report.
+_KEY_SUFFIXES = (".traj", ".function_calling")
+
+
+def instance_key(name: str) -> str:
+    """`django__django-11099.function_calling` -> `django__django-11099`."""
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _KEY_SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name, changed = name[: -len(suffix)], True
+    return name
 
 
 def _prompt(history: list[Any]) -> list[dict[str, Any]]:
@@ -75,8 +91,8 @@ def traj_to_rollout(t: dict[str, Any], instance_id: str, ident: str) -> RolloutR
             metrics[k] = info[k]
     exit_status = info.get("exit_status")
     r: RolloutRecord = {
-        "uid": short_hash("swe_agent", ident, instance_id, n=32),
-        "example_key": instance_id,
+        "uid": short_hash("swe_agent", ident, instance_id, n=32),  # of the file's own name: re-imports match
+        "example_key": instance_key(instance_id),
         "prompt": _prompt(t.get("history") or []),
         "sample_index": 0,
         "turns": turns,
@@ -121,8 +137,12 @@ def parse_traj(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
             yield Problem(str(f), None, "not a trajectory object")
             continue
         if not started:
-            run: RunRecord = {"name": folder.name, "kind": "eval", "source": "swe_agent", "status": "finished",
-                              "model": _model_from(t, folder), "external_id": folder.name,
+            model = _model_from(t, folder)
+            name = folder.name if informative(folder.name) else joined(
+                "swe-agent", short_model(model),
+                instance_key(f.stem) if len(files) == 1 else f"{len(files)} instances")
+            run: RunRecord = {"name": name, "kind": "eval", "source": "swe_agent", "status": "finished",
+                              "model": model, "external_id": folder.name,
                               "config": {"environment": t.get("environment")}}
             yield RunEvent(ref, run)
             started = True
@@ -150,7 +170,7 @@ def parse_preds(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
             patch = row.get("model_patch")
             yield {
                 "uid": short_hash("swe_preds", row.get("model_name_or_path"), row["instance_id"], n=32),
-                "example_key": str(row["instance_id"]),
+                "example_key": instance_key(str(row["instance_id"])),
                 "sample_index": 0,
                 "final_answer": patch,
                 "metrics": {"touches_tests": patch_touches_tests(patch or ""), "empty_patch": not patch,

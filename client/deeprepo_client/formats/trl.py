@@ -13,6 +13,7 @@ from ..records import Event, MetricPoint, Problem, RolloutRecord, RunEvent, RunR
 from ._batches import batch_points, batch_rollouts, numeric_values
 from ._chat import messages_to_turns
 from ._json import json_object
+from ._names import informative, informative_folder, joined
 from ._values import num, short_hash
 
 # The end-of-training row repeats the last step; its keys belong in the run summary.
@@ -115,6 +116,20 @@ def _rollout(row: dict[str, Any], fname: str, index: int, counters: dict[tuple[A
     }
 
 
+def _name(out: Path, state: dict[str, Any]) -> str:
+    """The output folder's name, or (for `out`, `trl`, an upload's hash) the one in best_model_checkpoint,
+    a parent's, or what the state says: TRL GRPO and its last step."""
+    if informative(out.name):
+        return out.name
+    best = state.get("best_model_checkpoint")
+    if isinstance(best, str) and best and (found := informative_folder(Path(best))):
+        return found
+    if informative(out.parent.name):  # runs/qwen-grpo/out; no higher (an upload sits in the data dir)
+        return out.parent.name
+    step = state.get("global_step")
+    return joined("trl-grpo", f"step {step}" if isinstance(step, int) else "")
+
+
 def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     state_path = find_state(path)
     out = _output_dir(state_path, path)
@@ -125,7 +140,7 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
             summary[k] = state[k]
     config = {k: v for k, v in state.items() if k not in ("log_history", "global_step", "best_metric",
                                                           "best_model_checkpoint", "epoch", "total_flos")}
-    run: RunRecord = {"name": out.name, "kind": "train", "source": "trl", "method": "grpo",
+    run: RunRecord = {"name": _name(out, state), "kind": "train", "source": "trl", "method": "grpo",
                       "status": "finished", "config": config, "summary": summary, "external_id": out.name}
     raw_history = state.get("log_history")
     history: list[Any] = raw_history if isinstance(raw_history, list) else []

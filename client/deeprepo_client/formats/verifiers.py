@@ -11,6 +11,7 @@ from ..records import Event, Problem, RolloutRecord, RunEvent, RunRecord
 from ._batches import batch_rollouts
 from ._chat import last_assistant_text, messages_to_turns
 from ._json import iter_jsonl, json_object
+from ._names import informative, joined, short_model
 from ._values import err_text, file_digest, num, short_hash, tokens
 
 # Row keys with a known meaning; every other numeric top-level key is a reward component or a monitor.
@@ -113,7 +114,7 @@ def row_to_rollout(row: dict[str, Any], uid: str, sample_index: int, key: str) -
     return r
 
 
-def run_record(meta: dict[str, Any], name: str) -> RunRecord:
+def run_record(meta: dict[str, Any], name: str, external_id: str | None = None) -> RunRecord:
     env = meta.get("env_id") or meta.get("env") or ""
     summary: dict[str, Any] = {}
     avg = dict(meta.get("avg_metrics") or {})
@@ -141,7 +142,7 @@ def run_record(meta: dict[str, Any], name: str) -> RunRecord:
         config["metadata_extra"] = extra
     run: RunRecord = {
         "name": name, "kind": "eval", "source": "verifiers", "status": "finished",
-        "environment": str(env), "config": config, "summary": summary, "external_id": name,
+        "environment": str(env), "config": config, "summary": summary, "external_id": external_id or name,
     }
     if meta.get("model"):
         run["model"] = str(meta["model"])
@@ -158,9 +159,12 @@ def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
     folder = results.parent
     env = meta.get("env_id") or meta.get("env")
     # real layout: outputs/evals/<env>--<model>/<id>/; copies often name the folder <env>--<model>__<id>
-    name = f"{env}--{meta.get('model')}--{folder.name}" if env and str(env) not in folder.name else folder.name
+    key = f"{env}--{meta.get('model')}--{folder.name}" if env and str(env) not in folder.name else folder.name
+    # An upload's folder is a content hash: name the run from the metadata instead (the key stays).
+    name = key if informative(folder.name) or not env else joined(
+        env, short_model(meta.get("model")), str(meta.get("date") or "")[:16])
     ref = "eval"
-    yield RunEvent(ref, run_record(meta, name))
+    yield RunEvent(ref, run_record(meta, name, external_id=key))
     if not results.exists():
         yield Problem(str(results), None, "results.jsonl is missing", fatal=True)
         return

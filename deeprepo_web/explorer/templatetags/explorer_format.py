@@ -14,6 +14,8 @@ register = template.Library()
 def duration(seconds: float | None) -> str:
     if seconds is None:
         return "—"
+    if seconds < 9.95:  # an eval of 0.16 s is not "0s"
+        return f"{seconds:.1f}s" if seconds >= 0.05 else ("0s" if seconds <= 0 else "<0.1s")
     s = int(seconds)
     if s < 60:
         return f"{s}s"
@@ -55,3 +57,15 @@ def scalar_items(summary: Any) -> list[tuple[str, Any]]:
 @register.filter
 def get(mapping: Any, key: str) -> Any:
     return mapping.get(key, "") if isinstance(mapping, dict) else ""
+
+
+@register.filter
+def pct(value: Any) -> str:
+    """A share in [0, 1] as a percentage with one decimal ("—" when unknown)."""
+    if value is None:
+        return "—"
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return "—"
+    return "—" if not math.isfinite(v) else f"{100 * v:.1f} %"

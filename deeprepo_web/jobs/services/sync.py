@@ -10,7 +10,8 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from deeprepo_web.importers.pipeline import import_path
+from deeprepo_web.importers.jobs import import_job_run_in_place
+from deeprepo_web.importers.models import ImportOrigin
 from deeprepo_web.jobs.models import ACTIVE_JOB_STATUSES, FINAL_JOB_STATUSES, ClusterKind, Job, JobStatus
 from deeprepo_web.jobs.services.clusters import backend_for_cluster
 from deeprepo_web.jobs.services.launch import job_enqueue, stale_after
@@ -167,7 +168,8 @@ def _import_outputs(job: Job) -> None:
                   f"outputs are in {job.output_dir} on {job.cluster.name} (a remote machine): copy them here to import")
         return
     try:
-        report = import_path(project=job.project, path=job.output_dir)
+        _, report = import_job_run_in_place(project=job.project, path=job.output_dir, origin=ImportOrigin.JOB,
+                                            user=job.created_by)
         job_event(job, job.status, job.status, f"imported outputs from {job.output_dir}: {report}"[:2000])
     except Exception as e:  # noqa: BLE001 - the job itself succeeded; the import problem is shown
         log.exception("import of job %s outputs failed", job.public_id)

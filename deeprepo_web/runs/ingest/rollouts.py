@@ -6,6 +6,7 @@ import hashlib
 import json
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -91,67 +92,88 @@ def rollout_behaviour(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_ROLLOUT_COLUMNS = ("uid, example_id, step, sample_index, reward, reward_components, advantage, num_turns, "
+                    "input_tokens, output_tokens, cost, is_truncated, stop_condition, error, duration, "
+                    "final_answer, metrics, created_at, run_id")
+
+
+def _rollout_row(r: dict[str, Any], uid: str, example_id: int, now: Any, run: Run) -> tuple[Any, ...]:
+    turns = r.get("turns") or []
+    num_turns = r.get("num_turns")
+    if num_turns is None:
+        num_turns = sum(1 for t in turns if t.get("role") == "assistant")
+    return (
+        uid, example_id, _int(r.get("step")), _int(r.get("sample_index")), _float(r.get("reward")),
+        dumps(r.get("reward_components") or {}), _float(r.get("advantage")), _int(num_turns),
+        _int(r.get("input_tokens")), _int(r.get("output_tokens")), _float(r.get("cost")),
+        bool(r.get("is_truncated")), (r.get("stop_condition") or "")[:200], r.get("error") or "",
+        _float(r.get("duration")), r.get("final_answer") or "",
+        dumps({**(r.get("metrics") or {}), "behaviour": rollout_behaviour(r)}), now, run.pk,
+    )
+
+
+def _rollouts_copy(cur: Any, rows: list[tuple[Any, ...]]) -> dict[str, int]:
+    """New rollouts (the common case) by COPY with ids drawn ahead; {uid: id}. Raises
+    UniqueViolation (this savepoint undone) when one of them is stored already."""
+    ids = next_ids(cur, "runs_rollout", len(rows))
+    with transaction.atomic(), cur.cursor.copy(f"COPY runs_rollout (id, {_ROLLOUT_COLUMNS}) FROM STDIN") as copy:
+        for rid, row in zip(ids, rows, strict=True):
+            copy.write_row((rid, *row))
+    return {row[0]: rid for rid, row in zip(ids, rows, strict=True)}
+
+
+def _rollouts_insert_new(rows: list[tuple[Any, ...]]) -> dict[str, int]:
+    """A batch seen before (in part): insert what is missing; {uid: id} of the new ones."""
+    cols = [list(c) for c in zip(*rows, strict=True)]
+    inserted = execute_binary(
+        f"INSERT INTO runs_rollout ({_ROLLOUT_COLUMNS}) "
+        "SELECT u, e, s, si, rw, rc::jsonb, adv, nt, it, ot, c, tr, sc, er, d, fa, m::jsonb, ca, rid "
+        "FROM unnest(%b::text[], %b::bigint[], %b::int[], %b::int[], %b::float8[], %b::text[], %b::float8[], "
+        "%b::int[], %b::bigint[], %b::bigint[], %b::float8[], %b::bool[], %b::text[], %b::text[], "
+        "%b::float8[], %b::text[], %b::text[], %b::timestamptz[], %b::bigint[]) "
+        "AS x(u, e, s, si, rw, rc, adv, nt, it, ot, c, tr, sc, er, d, fa, m, ca, rid) "
+        "ON CONFLICT (run_id, uid) DO NOTHING RETURNING uid, id",
+        cols,
+    )
+    return dict(inserted.fetchall())
+
+
+def _records_prepare(run: Run, rollouts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Transforms of the records before anything is written (one place for them)."""
+    return rollouts
+
+
 def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
-    """Store rollouts with their turns and tool calls; returns how many were new."""
+    """Store rollouts with their turns and tool calls; returns how many were new.
+
+    Rollouts, turns and tool calls go in by COPY. A batch sent before (a retry) makes the rollout
+    COPY hit (run, uid); it is then inserted with ON CONFLICT DO NOTHING and only the rollouts that
+    were new get turns and tool calls.
+    """
     if not rollouts:
         return 0
+    rollouts = _records_prepare(run, rollouts)
     uids = [rollout_uid(r) for r in rollouts]
     now = timezone.now()
-    with transaction.atomic(), connection.cursor() as cur:
+    with transaction.atomic(), connection.cursor() as cur, connection.wrap_database_errors:
         example_ids = _examples_upsert(cur, run, rollouts)
-        cols: list[list[Any]] = [[] for _ in range(19)]
+        rows: list[tuple[Any, ...]] = []
         seen: set[str] = set()
         for r, uid in zip(rollouts, uids, strict=True):
-            if uid in seen:
-                continue
-            seen.add(uid)
-            turns = r.get("turns") or []
-            num_turns = r.get("num_turns")
-            if num_turns is None:
-                num_turns = sum(1 for t in turns if t.get("role") == "assistant")
-            values = (
-                uid,
-                example_ids[example_key_hash(r["example_key"])],
-                _int(r.get("step")),
-                _int(r.get("sample_index")),
-                _float(r.get("reward")),
-                dumps(r.get("reward_components") or {}),
-                _float(r.get("advantage")),
-                _int(num_turns),
-                _int(r.get("input_tokens")),
-                _int(r.get("output_tokens")),
-                _float(r.get("cost")),
-                bool(r.get("is_truncated")),
-                (r.get("stop_condition") or "")[:200],
-                r.get("error") or "",
-                _float(r.get("duration")),
-                r.get("final_answer") or "",
-                dumps({**(r.get("metrics") or {}), "behaviour": rollout_behaviour(r)}),
-                now,
-                run.pk,
-            )
-            for col, v in zip(cols, values, strict=True):
-                col.append(v)
-        inserted = execute_binary(
-            "INSERT INTO runs_rollout (uid, example_id, step, sample_index, reward, reward_components, advantage, "
-            "num_turns, input_tokens, output_tokens, cost, is_truncated, stop_condition, error, duration, "
-            "final_answer, metrics, created_at, run_id) "
-            "SELECT u, e, s, si, rw, rc::jsonb, adv, nt, it, ot, c, tr, sc, er, d, fa, m::jsonb, ca, rid "
-            "FROM unnest(%b::text[], %b::bigint[], %b::int[], %b::int[], %b::float8[], %b::text[], %b::float8[], "
-            "%b::int[], %b::bigint[], %b::bigint[], %b::float8[], %b::bool[], %b::text[], %b::text[], "
-            "%b::float8[], %b::text[], %b::text[], %b::timestamptz[], %b::bigint[]) "
-            "AS x(u, e, s, si, rw, rc, adv, nt, it, ot, c, tr, sc, er, d, fa, m, ca, rid) "
-            "ON CONFLICT (run_id, uid) DO NOTHING RETURNING uid, id",
-            cols,
-        )
-        new_ids = dict(inserted.fetchall())
+            if uid not in seen:
+                seen.add(uid)
+                rows.append(_rollout_row(r, uid, example_ids[example_key_hash(r["example_key"])], now, run))
+        try:
+            new_ids = _rollouts_copy(cur, rows)
+        except psycopg.errors.UniqueViolation:
+            new_ids = _rollouts_insert_new(rows)
         if not new_ids:
             return 0
-        fresh = [(new_ids[u], r) for r, u in zip(rollouts, uids, strict=True) if u in new_ids]
+        fresh = [(new_ids.pop(u), r) for r, u in zip(rollouts, uids, strict=True) if u in new_ids]
         refs: set[str] = set()
         _turns_write(cur, fresh, refs)
         blob_refs_write(cur, run, refs)
-    return len(new_ids)
+    return len(fresh)
 
 
 class _CallRows:

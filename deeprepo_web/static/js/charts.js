@@ -1,6 +1,6 @@
 // Run page charts: one uPlot panel per metric key, loaded lazily from the downsampled series
 // endpoint, grouped into families by key prefix; EMA smoothing, step or wall-time x axis, min/max
-// band, several runs overlaid; plus the GRPO health panels computed from rollouts on the server.
+// band, several runs overlaid. GRPO health (health.js) and live updates (live.js) use its panels.
 // Data arrives through json_script (#chart-config); no inline scripts (CSP).
 "use strict";
 (function () {
@@ -98,7 +98,9 @@
       var smooth = src.value && src.smooth !== false && !src.bandOnly;
       if (src.value && !src.bandOnly) {
         cols.push(ema(t.v, smooth ? state.smoothing : 0));
-        series.push({ label: src.label, stroke: src.color, width: src.width || 1.6, dash: src.dash, spanGaps: true, points: { show: false } });
+        // A line needs two points: a lone one (GRPO health of a run with one step) is drawn as a dot.
+        series.push({ label: src.label, stroke: src.color, width: src.width || 1.6, dash: src.dash, spanGaps: true,
+                      points: { show: t.x.length < 2, size: 7, fill: src.color } });
         src._main = idx++;
       }
       if (smooth) {
@@ -148,7 +150,8 @@
         width: Math.max(200, box.clientWidth),
         height: box.clientHeight || 190,
         legend: { show: false },
-        cursor: { drag: { x: true, y: false }, points: { size: 5 } },
+        // One hover cursor for the whole page: every chart with the same x shows the same step.
+        cursor: { drag: { x: true, y: false }, points: { size: 5 }, sync: { key: built.time ? "run-time" : "run-step" } },
         scales: { x: { time: built.time }, y: chart.yRange ? { range: chart.yRange } : {} },
         axes: [xa, ya],
         series: built.series,
@@ -174,6 +177,8 @@
     if (first) built.data[first].forEach(function (v) { if (v != null) sum += v; });
     panel.dataset.drawn = "1";
     panel.dataset.sum = sum.toFixed(6);
+    var main = chart.sources[0];
+    if (main && main.step.length) panel.dataset.lastStep = String(main.step[main.step.length - 1]);
   }
 
   function redrawAll() {
@@ -204,19 +209,22 @@
     var chart = panel._chart;
     if (chart.loading) return;
     chart.loading = true;
+    chart.stale = false;
     Promise.all(runs.map(function (run) {
       return fetch(seriesUrl(run.id, chart.key), { credentials: "same-origin", headers: { Accept: "application/json" } })
         .then(function (r) { return r.ok ? r.json() : null; })
         .catch(function () { return null; })
         .then(function (s) {
           if (!s) return null;
-          return { label: run.name, color: run.color, step: s.step, time: s.time, value: s.value, lo: s.min, hi: s.max };
+          return { runId: run.id, label: run.name, color: run.color, step: s.step, time: s.time, value: s.value, lo: s.min, hi: s.max };
         });
     })).then(function (sources) {
       chart.sources = sources.filter(Boolean);
       chart.loaded = true;
+      chart.loading = false;
       panel.dataset.loaded = "1";
       draw(panel);
+      if (chart.stale) loadMetric(panel);  // points arrived while this was loading
     });
   }
 
@@ -237,6 +245,22 @@
     return panel;
   }
 
+  var familyGrids = {};
+  var OPEN_CHARTS = 24;
+
+  function familySection(name, count) {
+    var det = el("details", "family");
+    det.open = true;
+    det.dataset.family = name;
+    var sum = el("summary", null, name);
+    sum.appendChild(el("span", "count", count + " chart" + (count === 1 ? "" : "s")));
+    det.appendChild(sum);
+    var grid = el("div", "chart-grid");
+    det.appendChild(grid);
+    familyGrids[name] = grid;
+    return det;
+  }
+
   function buildFamilies(root, firstRoot) {
     var groups = {};
     cfg.keys.forEach(function (k) {
@@ -245,101 +269,97 @@
       (groups[f] = groups[f] || []).push(k.key);
     });
     var names = Object.keys(groups).sort(function (a, b) { return familyRank(a) - familyRank(b) || a.localeCompare(b); });
-    if (!names.length) root.appendChild(el("p", "muted", "No metrics logged yet."));
+    if (!names.length) {
+      // A finished run whose numbers are all on the scoreboard needs no chart tools.
+      var numbers = document.getElementById("scoreboard") || document.getElementById("eval-summary");
+      var bar = document.getElementById("chart-toolbar");
+      if (numbers && cfg.live && cfg.live.final) { if (bar) bar.hidden = true; }
+      else root.appendChild(el("p", "muted", "No metrics logged yet."));
+    }
+    var shown = 0;
     names.forEach(function (name) {
-      var det = el("details", "family");
-      det.open = true;
-      det.dataset.family = name;
-      var sum = el("summary", null, name);
-      sum.appendChild(el("span", "count", groups[name].length + " chart" + (groups[name].length === 1 ? "" : "s")));
-      det.appendChild(sum);
-      var grid = el("div", "chart-grid");
+      var det = familySection(name, groups[name].length);
+      // Runs with hundreds of keys: families open in order while they add up to OPEN_CHARTS charts,
+      // the rest start folded (a click opens one and its charts load then).
+      det.open = name === "reward" || shown < OPEN_CHARTS;
+      if (det.open) shown += groups[name].length;
+      var grid = familyGrids[name];
       groups[name].sort(function (a, b) { return keyRank(a) - keyRank(b) || a.localeCompare(b); })
         .forEach(function (key) { grid.appendChild(metricPanel(key)); });
-      det.appendChild(grid);
       // The reward family leads the page, above GRPO health; the rest follow it.
       (name === "reward" && firstRoot ? firstRoot : root).appendChild(det);
     });
   }
 
-  // ---------------------------------------------------------------- GRPO health
+  // ---------------------------------------------------------------- live (used by live.js)
 
-  function healthPanels(grid) {
-    var specs = [
-      { title: "dead groups (fraction of groups)", yRange: [0, 1], build: function (h) {
-        return [
-          { label: "all-fail", color: "#c92a2a", step: h.step, value: h.frac_all_fail },
-          { label: "all-pass", color: "#2b8a3e", step: h.step, value: h.frac_all_pass },
-          { label: "any zero-variance", color: "#868e96", step: h.step, value: h.frac_dead, dash: [4, 3] },
-        ];
-      } },
-      { title: "reward distribution (p10–p90, p25–p75, median, mean)", build: function (h) {
-        return [
-          { label: "p10–p90", color: "#3b5bdb", step: h.step, lo: h.p10, hi: h.p90, bandOnly: true, bandAlpha: 0.1 },
-          { label: "p25–p75", color: "#3b5bdb", step: h.step, lo: h.p25, hi: h.p75, bandOnly: true, bandAlpha: 0.2 },
-          { label: "median", color: "#3b5bdb", step: h.step, value: h.p50 },
-          { label: "mean", color: "#e8590c", step: h.step, value: h.mean, dash: [4, 3] },
-        ];
-      } },
-      { title: "turns per rollout", build: function (h) {
-        return [{ label: "turns", color: "#7048e8", step: h.step, value: h.turns }];
-      } },
-      { title: "tokens per rollout", build: function (h) {
-        return [
-          { label: "input", color: "#1098ad", step: h.step, value: h.input_tokens },
-          { label: "output", color: "#f08c00", step: h.step, value: h.output_tokens },
-        ];
-      } },
-      { title: "cost per step", optional: "cost", build: function (h) {
-        return [{ label: "cost", color: "#5c940d", step: h.step, value: h.cost }];
-      } },
-    ];
-    var made = specs.map(function (spec) {
-      var panel = makePanel(spec.title, { noTime: true, yRange: spec.yRange, emptyText: "no training rollouts with steps" });
-      panel.dataset.health = spec.optional || spec.title.split(" ")[0];
-      grid.appendChild(panel);
-      return { panel: panel, spec: spec };
-    });
-    cfg.keys.forEach(function (k) { if (isHealthKey(k.key)) grid.appendChild(metricPanel(k.key)); });
-    var started = false;
-    var first = made[0].panel;
-    first._load = function () {
-      if (started) return;
-      started = true;
-      fetch(cfg.healthUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
-        .then(function (r) { return r.ok ? r.json() : null; })
-        .then(function (h) {
-          made.forEach(function (m) {
-            var chart = m.panel._chart;
-            chart.loaded = true;
-            if (!h) { chart.emptyText = "could not load"; draw(m.panel); return; }
-            if (m.spec.optional === "cost" && !h.cost.some(function (v) { return v != null; })) {
-              m.panel.remove();
-              return;
-            }
-            chart.sources = m.spec.build(h);
-            if (chart.sources.length > 1) addLegend(m.panel, chart.sources);
-            draw(m.panel);
-          });
-        });
-    };
-    observer.observe(first);
+  function panelOf(key) {
+    for (var i = 0; i < panels.length; i++) if (panels[i].dataset.key === key) return panels[i];
+    return null;
   }
 
-  // One swatch and label per series; a band-only series (a quantile range) gets a band swatch.
-  function addLegend(panel, sources) {
-    var legend = el("div", "panel-legend");
-    sources.forEach(function (s) {
-      var span = el("span");
-      var sw = el("span", "swatch");
-      sw.style.background = s.bandOnly ? alpha(s.color, s.bandAlpha * 2) : s.color;
-      if (s.bandOnly) sw.style.height = "8px";
-      span.appendChild(sw);
-      span.appendChild(document.createTextNode(s.label));
-      legend.appendChild(span);
-    });
-    panel.appendChild(legend);
+  // A key the page did not have: a new panel in its family (a new family goes after the others).
+  function addKey(key) {
+    var placeholder = document.querySelector("#charts > p.muted");
+    if (placeholder) placeholder.remove();
+    var name = isHealthKey(key) ? null : family(key);
+    var grid = name ? familyGrids[name] : document.getElementById("health-grid");
+    if (!grid) {
+      var det = familySection(name, 1);
+      var root = name === "reward" ? document.getElementById("charts-first") : document.getElementById("charts");
+      root.appendChild(det);
+      grid = familyGrids[name];
+    }
+    var panel = metricPanel(key);
+    grid.appendChild(panel);
+    var count = grid.parentElement && grid.parentElement.querySelector("summary .count");
+    var n = grid.querySelectorAll(".panel").length;
+    if (count && name) count.textContent = n + " chart" + (n === 1 ? "" : "s");
+    return panel;
   }
+
+  // Append the main run's new points (step > the chart's last step) to every loaded chart.
+  var newKeySteps = {};  // steps seen of keys the page has no chart for: one point is not a curve yet
+
+  // `before`: keys that already had one point when the page was made (the scoreboard's).
+  function appendPoints(points, truncated, before) {
+    Object.keys(points).forEach(function (key) {
+      var panel = panelOf(key);
+      if (!panel) {
+        var seen = newKeySteps[key] = newKeySteps[key] || {};
+        if (before && before[key]) seen.before = true;
+        points[key].step.forEach(function (x) { seen[x] = true; });
+        if (Object.keys(seen).length < 2) return;
+        panel = addKey(key);
+      }
+      var chart = panel._chart;
+      if (chart.loading) { chart.stale = true; return; }
+      if (!chart.loaded) return;  // not scrolled to yet: it reads the whole series when it is
+      var src = chart.sources.filter(function (x) { return x.runId === cfg.run.id; })[0];
+      if (!src || truncated.indexOf(key) >= 0 || src.step.length > 2 * BUCKETS) { loadMetric(panel); return; }
+      var p = points[key], last = src.step.length ? src.step[src.step.length - 1] : -Infinity, added = 0;
+      for (var i = 0; i < p.step.length; i++) {
+        if (p.step[i] <= last) continue;
+        src.step.push(p.step[i]);
+        src.time.push(p.time[i]);
+        src.value.push(p.value[i]);
+        src.lo.push(p.value[i]);
+        src.hi.push(p.value[i]);
+        added++;
+      }
+      if (added) draw(panel);
+    });
+  }
+
+  window.deeprepoCharts = {
+    appendPoints: appendPoints,
+    refreshHealth: function () {
+      return window.deeprepoHealth ? window.deeprepoHealth.refresh() : Promise.resolve();
+    },
+    // What health.js draws with.
+    parts: { makePanel: makePanel, draw: draw, metricPanel: metricPanel, isHealthKey: isHealthKey,
+             observer: observer, alpha: alpha, el: el, fmt: fmt, cfg: function () { return cfg; } },
+  };
 
   // ---------------------------------------------------------------- toolbar
 
@@ -353,6 +373,7 @@
         if (hit) shown++;
       });
       det.classList.toggle("hidden", shown === 0);
+      if (q && shown) det.open = true;  // a match inside a folded family is shown
     });
   }
 
@@ -378,7 +399,7 @@
     });
     runLegend();
     var health = document.getElementById("health-grid");
-    if (health) healthPanels(health);
+    if (health && window.deeprepoHealth) window.deeprepoHealth.build(health, window.deeprepoCharts.parts);
     buildFamilies(document.getElementById("charts"), document.getElementById("charts-first"));
 
     var slider = document.getElementById("chart-smoothing");

@@ -32,7 +32,7 @@
     if (lo >= 0 && hi <= 1) { lo = Math.min(lo, Math.floor(lo * 10) / 10); hi = 1; }
     if (hi - lo < 1e-9) { lo -= 0.5; hi += 0.5; }
     var pad = (hi - lo) * 0.06; lo -= pad; hi += pad;
-    var left = 48, right = 12, top = 10, bottom = 44;
+    var left = 48, right = 30, top = 10, bottom = 44;  // right: room for the last run's mean label
     var pw = W - left - right, ph = H - top - bottom;
     function y(v) { return top + ph * (1 - (v - lo) / (hi - lo)); }
     ctx.font = "11px system-ui, sans-serif"; ctx.textAlign = "right"; ctx.textBaseline = "middle";
@@ -43,6 +43,7 @@
       ctx.fillStyle = "#6b7385"; ctx.fillText(v.toFixed(2), left - 6, yy);
     }
     var slot = pw / Math.max(runs.length, 1);
+    var labels = [];
     runs.forEach(function (r, i) {
       var cx = left + slot * (i + 0.5);
       // Deterministic jitter: the same data draws the same picture (screenshots, PNG exports).
@@ -69,14 +70,37 @@
         ctx.fillText(r.mean.toFixed(3), cx + spread + 17, y(r.mean));
       }
       ctx.lineWidth = 1;
+      // Labels stay inside their run's slot (a few px apart): with many runs or long names they
+      // are cut with an ellipsis instead of running into the next run's label.
+      var room = slot - 8;
       ctx.textAlign = "center"; ctx.textBaseline = "top"; ctx.fillStyle = r.color;
       ctx.font = "600 12px system-ui, sans-serif";
-      ctx.fillText(r.letter + (r.base ? " (baseline)" : ""), cx, H - bottom + 8);
+      var head = fitText(ctx, r.letter + (r.base ? " (baseline)" : ""), room);
+      ctx.fillText(head, cx, H - bottom + 8);
       ctx.fillStyle = "#3d4456"; ctx.font = "11px system-ui, sans-serif";
-      var name = r.name.length > 34 ? r.name.slice(0, 33) + "…" : r.name;
+      var name = fitText(ctx, r.name, room);
       ctx.fillText(name, cx, H - bottom + 24);
+      var wide = Math.max(measure(ctx, "600 12px system-ui, sans-serif", head), measure(ctx, "11px system-ui, sans-serif", name));
+      labels.push([cx - wide / 2, cx + wide / 2]);
       ctx.textBaseline = "middle"; ctx.textAlign = "right";
     });
+    canvas.dataset.labels = JSON.stringify(labels);  // what the tests read: the x extent of each label
+  }
+
+  function measure(ctx, font, text) {
+    ctx.font = font;
+    return ctx.measureText(text).width;
+  }
+
+  // `text`, cut with an ellipsis to fit `room` pixels in the context's current font.
+  function fitText(ctx, text, room) {
+    if (ctx.measureText(text).width <= room) return text;
+    var lo = 0, hi = text.length;
+    while (lo < hi) {
+      var mid = Math.ceil((lo + hi) / 2);
+      if (ctx.measureText(text.slice(0, mid) + "…").width <= room) lo = mid; else hi = mid - 1;
+    }
+    return lo ? text.slice(0, lo) + "…" : "";
   }
 
   // ------------------------------------------------------------ overlaid curves (series API)
@@ -84,32 +108,37 @@
   function loadCurves(el, data, key) {
     var runs = data.runs || [];
     Promise.all(runs.map(function (r) {
+      // Only runs that logged the key are asked (no 404 in the console for the others).
+      if (r.keys && r.keys.indexOf(key) < 0) return Promise.resolve(null);
       return fetch("/api/v1/runs/" + encodeURIComponent(r.id) + "/series?buckets=1000&key=" + encodeURIComponent(key),
                    { credentials: "same-origin" })
         .then(function (res) { return res.ok ? res.json() : null; })
         .catch(function () { return null; });
-    })).then(function (results) {
-      var steps = {};
-      results.forEach(function (s) { if (s) s.step.forEach(function (x) { steps[x] = true; }); });
-      var xs = Object.keys(steps).map(Number).sort(function (a, b) { return a - b; });
-      var index = {}; xs.forEach(function (x, i) { index[x] = i; });
-      var cols = [xs], series = [{ label: "step" }];
-      results.forEach(function (s, i) {
-        if (!s) return;
-        var col = new Array(xs.length).fill(null);
-        s.step.forEach(function (x, k) { col[index[x]] = s.value[k]; });
-        cols.push(col);
-        series.push({ label: runs[i].letter + " · " + runs[i].name, stroke: runs[i].color, width: 1.6, spanGaps: true });
-      });
-      if (curvePlot) { curvePlot.destroy(); curvePlot = null; }
-      el.textContent = "";
-      if (cols.length < 2) {
-        var p = document.createElement("p"); p.className = "muted";
-        p.textContent = "No run logged “" + key + "”."; el.appendChild(p); return;
-      }
-      curvePlot = new uPlot({ width: cssWidth(el, 560), height: 230, series: series, scales: { x: { time: false } },
-                              axes: [{ label: "step" }, {}] }, cols, el);
+    })).then(function (results) { drawCurves(el, runs, results, key); });
+  }
+
+  function drawCurves(el, runs, results, key) {
+    var steps = {};
+    results.forEach(function (s) { if (s) s.step.forEach(function (x) { steps[x] = true; }); });
+    var xs = Object.keys(steps).map(Number).sort(function (a, b) { return a - b; });
+    var index = {}; xs.forEach(function (x, i) { index[x] = i; });
+    var cols = [xs], series = [{ label: "step" }];
+    results.forEach(function (s, i) {
+      if (!s) return;
+      var col = new Array(xs.length).fill(null);
+      s.step.forEach(function (x, k) { col[index[x]] = s.value[k]; });
+      cols.push(col);
+      series.push({ label: runs[i].letter + " · " + runs[i].name, stroke: runs[i].color, width: 1.6, spanGaps: true });
     });
+    if (curvePlot) { curvePlot.destroy(); curvePlot = null; }
+    el.textContent = "";
+    if (cols.length < 2) {
+      var p = document.createElement("p"); p.className = "muted";
+      p.textContent = "No run logged “" + key + "”."; el.appendChild(p); return;
+    }
+    curvePlot = new uPlot({ width: cssWidth(el, 560), height: 230, series: series, scales: { x: { time: false } },
+                            axes: [{ label: "step" }, {}] }, cols, el);
+    el.dataset.drawn = String(cols.length - 1);  // how many runs the chart shows (tests read it)
   }
 
   // ------------------------------------------------------------ checkpoint progression
@@ -139,23 +168,74 @@
     }, [d.steps, d.value, d.min, d.max], el);
   }
 
-  // ------------------------------------------------------------ PNG export of every canvas in a section
-  function downloadPng(section) {
-    var canvases = Array.prototype.slice.call(section.querySelectorAll("canvas"));
-    if (!canvases.length) return;
-    var gap = 16, w = 0, h = 0;
-    canvases.forEach(function (c) { w += c.width + gap; h = Math.max(h, c.height); });
-    var out = document.createElement("canvas");
-    out.width = w + gap; out.height = h + 2 * gap;
-    var ctx = out.getContext("2d");
-    ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, out.width, out.height);
-    var x = gap;
-    canvases.forEach(function (c) { ctx.drawImage(c, x, gap); x += c.width + gap; });
+  // ------------------------------------------------------------ PNG export of a section's charts
+  // Title on top, each chart under its own heading, and a legend of the runs (colour, letter, name):
+  // a picture that still says what it shows once it is pasted into a paper or a chat.
+  function downloadPng(section, runs) {
+    var out = pngOf(section, runs);
+    if (!out) return;
     var a = document.createElement("a");
     a.href = out.toDataURL("image/png");
     a.download = (section.id || "chart") + ".png";
     document.body.appendChild(a); a.click(); a.remove();
   }
+
+  function pngOf(section, runs) {
+    var canvases = Array.prototype.slice.call(section.querySelectorAll("canvas"));
+    if (!canvases.length) return null;
+    var dpr = window.devicePixelRatio || 1, gap = 16 * dpr, titleH = 34 * dpr, headH = 22 * dpr, lineH = 22 * dpr;
+    var w = 0, h = 0;
+    canvases.forEach(function (c) { w += c.width + gap; h = Math.max(h, c.height); });
+    var width = Math.max(w + gap, 480 * dpr);
+    var out = document.createElement("canvas");
+    var ctx = out.getContext("2d");
+    // Legend entries flow into as many lines as the width needs.
+    var font = 12 * dpr + "px system-ui, sans-serif", lines = [[]], lx = gap;
+    ctx.font = font;
+    (runs || []).forEach(function (r) {
+      var label = fitText(ctx, r.letter + " · " + r.name + (r.base ? " (baseline)" : ""), width - 2 * gap - 19 * dpr);
+      var span = 19 * dpr + ctx.measureText(label).width + 18 * dpr;
+      if (lx + span > width - gap && lines[lines.length - 1].length) { lines.push([]); lx = gap; }
+      lines[lines.length - 1].push({ label: label, color: r.color, x: lx });
+      lx += span;
+    });
+    out.width = width;
+    out.height = titleH + headH + h + lines.length * lineH + 2 * gap;
+    ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, out.width, out.height);
+    ctx.textBaseline = "middle"; ctx.textAlign = "left";
+    ctx.fillStyle = "#1d2330"; ctx.font = "600 " + 15 * dpr + "px system-ui, sans-serif";
+    var title = section.getAttribute("data-title") || document.title;
+    ctx.fillText(fitText(ctx, title, out.width - 2 * gap), gap, gap + titleH / 2);
+    var x = gap;
+    canvases.forEach(function (c) {
+      var card = c.closest(".chart-card");
+      var head = card && card.querySelector(".chart-head");
+      ctx.fillStyle = "#3d4456"; ctx.font = "600 " + 12 * dpr + "px system-ui, sans-serif";
+      ctx.fillText(fitText(ctx, headText(head), c.width), x, gap + titleH + headH / 2);
+      ctx.drawImage(c, x, gap + titleH + headH);
+      x += c.width + gap;
+    });
+    ctx.font = font;
+    lines.forEach(function (line, i) {
+      var ly = gap + titleH + headH + h + i * lineH + lineH / 2;
+      line.forEach(function (e) {
+        ctx.fillStyle = e.color; ctx.fillRect(e.x, ly - 5 * dpr, 14 * dpr, 10 * dpr);
+        ctx.fillStyle = "#1d2330"; ctx.fillText(e.label, e.x + 19 * dpr, ly);
+      });
+    });
+    return out;
+  }
+  // A chart's heading as a line of text: a metric menu counts as the metric it shows.
+  function headText(head) {
+    if (!head) return "";
+    var parts = [];
+    head.childNodes.forEach(function (n) {
+      parts.push(n.tagName === "SELECT" ? n.value : n.textContent);
+    });
+    return parts.join(" ").replace(/\s+/g, " ").trim();
+  }
+
+  window.deeprepoComparePng = pngOf;  // tests render the export without a download
 
   document.addEventListener("DOMContentLoaded", function () {
     var data = readJson("cmp-data");
@@ -166,6 +246,8 @@
     if (data && curve && select && window.uPlot) {
       loadCurves(curve, data, select.value);
       select.addEventListener("change", function () { loadCurves(curve, data, select.value); });
+    } else if (data && curve && data.curves && window.uPlot) {
+      drawCurves(curve, data.runs || [], data.curves.runs, data.curves.key);  // a shared page: points came with it
     }
     var ck = readJson("ckpt-data"), ckEl = document.getElementById("ckpt-chart");
     if (ck && ckEl && window.uPlot) ckptChart(ckEl, ck);
@@ -174,7 +256,7 @@
     document.querySelectorAll(".js-png").forEach(function (b) {
       b.addEventListener("click", function () {
         var target = document.getElementById(b.getAttribute("data-target"));
-        if (target) downloadPng(target);
+        if (target) downloadPng(target, data && data.runs);
       });
     });
     var url = document.getElementById("share-url");

@@ -1,4 +1,5 @@
-// Runs explorer: run selection for Compare, and keeping the sort menu in step with header clicks.
+// Runs explorer: run selection for Compare, keeping the sort menu in step with header clicks, and
+// re-reading the rows of running runs every few seconds (status, duration, reward) until none is left.
 "use strict";
 (function () {
   var selected = [];
@@ -47,6 +48,48 @@
     var link = ev.target.closest && ev.target.closest("#compare-link.disabled");
     if (link) ev.preventDefault();
   });
-  document.addEventListener("DOMContentLoaded", function () { syncTable(document); updateCompare(); });
-  document.addEventListener("htmx:afterSwap", function (ev) { syncTable(document); });
+  var LIVE_MS = 5000;
+  var liveTimer = null;
+
+  function runningIds() {
+    var ids = [];
+    document.querySelectorAll("#runs-table tr[data-run]").forEach(function (tr) {
+      if (tr.querySelector(".status-running, .status-queued")) ids.push(tr.getAttribute("data-run"));
+    });
+    return ids;
+  }
+
+  function liveRows() {
+    liveTimer = null;
+    var ids = runningIds();
+    var table = document.getElementById("runs-table");
+    var base = document.getElementById("compare-link");
+    if (!ids.length || !table || !base) return;
+    var url = base.getAttribute("data-project-url") + "rows/?ids=" + ids.map(encodeURIComponent).join(",");
+    fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .catch(function () { return null; })
+      .then(function (res) {
+        if (res) {
+          Object.keys(res.rows).forEach(function (id) {
+            var old = document.querySelector('#runs-table tr[data-run="' + CSS.escape(id) + '"]');
+            if (!old) return;
+            var body = document.createElement("tbody");
+            body.innerHTML = res.rows[id];  // rendered and escaped on the server (explorer/rows.py)
+            var row = body.querySelector("tr[data-run]");
+            if (row) old.replaceWith(row);
+          });
+          syncTable(document);
+        }
+        scheduleLive();
+      });
+  }
+
+  function scheduleLive() {
+    if (liveTimer || !runningIds().length) return;
+    liveTimer = setTimeout(liveRows, LIVE_MS);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { syncTable(document); updateCompare(); scheduleLive(); });
+  document.addEventListener("htmx:afterSwap", function (ev) { syncTable(document); scheduleLive(); });
 })();

@@ -9,19 +9,32 @@ from urllib.parse import urlencode
 from django import template
 from django.utils.safestring import SafeString
 
-from deeprepo_web.trajectories import richtext
+from deeprepo_web.trajectories import images, richtext
 
 register = template.Library()
 
 
 @register.filter
-def md(text: str | None) -> SafeString:
-    return richtext.markdown_html(text or "")
+def md(text: str | None, slug: str | None = None) -> SafeString:
+    """Sanitized Markdown; with the project's slug, its blob images become thumbnails."""
+    return images.markdown_images(text or "", slug)
 
 
 @register.filter
-def plain(text: str | None) -> SafeString:
-    return richtext.plain_html(text or "")
+def plain(text: str | None, slug: str | None = None) -> SafeString:
+    return images.plain_images(text or "", slug)
+
+
+@register.filter
+def thumbs(value: Any, slug: str | None = None) -> SafeString:
+    """Thumbnails of the images (blob URLs) inside a JSON value such as a tool call's arguments."""
+    return images.value_thumbnails(value, slug)
+
+
+@register.filter
+def message_text(content: Any) -> str:
+    """A prompt message's content (a string, or a list of text and image parts) as Markdown."""
+    return images.message_text(content)
 
 
 @register.filter
@@ -73,14 +86,20 @@ def num(value: float | None, digits: int = 3) -> str:
         return "—"
     if float(value).is_integer() and abs(value) < 1e15:
         return str(int(value))
-    return f"{value:.{digits}f}"
+    return _no_negative_zero(f"{value:.{digits}f}")
 
 
 @register.filter
 def signed(value: float | None) -> str:
     if value is None or not math.isfinite(value):
         return "—"
-    return f"{value:+.2f}"
+    text = f"{value:+.2f}"
+    return "0.00" if float(text) == 0 else text  # -0.004 is no sign at this precision, nor is +0.001
+
+
+def _no_negative_zero(text: str) -> str:
+    """'-0.000' (a tiny negative rounded away) reads as a sign that is not there."""
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 @register.filter

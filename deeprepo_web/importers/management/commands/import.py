@@ -8,7 +8,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from deeprepo_client.formats import FORMATS
 from deeprepo_web.accounts.models import Project
-from deeprepo_web.importers.pipeline import import_events, import_path
+from deeprepo_web.importers.jobs import import_job_run_in_place
+from deeprepo_web.importers.pipeline import import_events
 from deeprepo_web.importers.report import ImportReport
 
 
@@ -59,7 +60,8 @@ class Command(BaseCommand):
             report = import_events(project=project, events=pull(path, options["experiment"]),
                                    label=f"{path} experiment {options['experiment']}", fmt="mlflow_server")
         else:
-            report = import_path(project=project, path=path, fmt=options["fmt"])
+            # Recorded as an import job: the import page lists it beside uploads.
+            _, report = import_job_run_in_place(project=project, path=path, fmt=options["fmt"])
         for line in report_lines(report):
             self.stdout.write(line)
         problems = problem_lines(report)
