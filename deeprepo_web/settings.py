@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "deeprepo_web.explorer",
     "deeprepo_web.trajectories",
     "deeprepo_web.compare",
+    "deeprepo_web.otlp",
 ]
 
 MIDDLEWARE = [

@@ -1,4 +1,5 @@
-"""`deeprepo sync DIR`: upload spooled runs. `deeprepo watch DIR`: follow a live output folder."""
+"""`deeprepo sync DIR`: upload spooled runs. `deeprepo watch DIR`: follow a live output folder.
+`deeprepo import SOURCE`: send a W&B / MLflow / Trackio (or other) source through the API."""
 
 from __future__ import annotations
 
@@ -65,6 +66,21 @@ def cmd_watch(args: argparse.Namespace) -> int:
         transport.close()
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from deeprepo_client.importing import report, send_events, source_events
+
+    events = source_events(args.source, args.experiment)
+    transport = _transport(args)
+    try:
+        return report(send_events(events, transport), transport)
+    except (ServerAway, Refused) as exc:
+        print(f"deeprepo import: stopped ({exc}); run the same command again to finish "
+              "(nothing is sent twice)", file=sys.stderr)
+        return 1
+    finally:
+        transport.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="deeprepo")
     parser.add_argument("--url", help="server URL (default $DEEPREPO_URL)")
@@ -86,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--into-run", help="fill this existing run (e.g. a job's $DEEPREPO_RUN_ID) with the folder's train "
                                       "run instead of creating one; eval runs link to it")
     w.set_defaults(func=cmd_watch)
+    imp = sub.add_parser("import", help="import a W&B / MLflow / Trackio / other tool's output through the API")
+    imp.add_argument("source", help="a file or folder, or mlflow://HOST:PORT")
+    imp.add_argument("--experiment", help="the MLflow experiment to pull (with mlflow://)")
+    imp.set_defaults(func=cmd_import)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

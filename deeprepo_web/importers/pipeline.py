@@ -116,6 +116,43 @@ def _displayer(root: Path | None, shown_as: str | None) -> Callable[[str], str]:
     return display
 
 
+def _consume(imp: Importer, report: ImportReport, events: Iterable[Any], progress: Progress | None,
+             display: Callable[[str], str]) -> None:
+    """Hand every event to the importer; Problems go to the report."""
+    last_tick = time.monotonic()
+    for ev in events:
+        if isinstance(ev, Problem):
+            report.problem(display(ev.file), ev.line, ev.message, ev.fatal)
+        elif isinstance(ev, RunEvent):
+            imp.run_event(ev)
+        elif isinstance(ev, MetricsEvent):
+            imp.metrics(ev)
+            report.rows += len(ev.points)
+        elif isinstance(ev, RolloutsEvent):
+            imp.rollouts(ev)
+            report.rows += len(ev.rollouts)
+        elif isinstance(ev, RewardsEvent):
+            imp.drain()  # rewards look for rollouts: every batch before them is stored first
+            imp.rewards(ev)
+        if progress is not None and time.monotonic() - last_tick >= PROGRESS_EVERY:
+            last_tick = time.monotonic()
+            progress(report.rows)
+    imp.drain()
+
+
+def import_events(*, project: Project, events: Iterable[Any], label: str, fmt: str,
+                  progress: Progress | None = None) -> ImportReport:
+    """Import events that come from somewhere other than a file (a tracking server's API)."""
+    start = time.monotonic()
+    report = ImportReport(path=label)
+    report.format = fmt
+    imp = Importer(project, report, lambda p: p)
+    _consume(imp, report, _prefetched(iter(events)), progress, lambda p: p)
+    imp.finish(had_problems=report.problems_total > 0)
+    report.seconds = time.monotonic() - start
+    return report
+
+
 def import_path(
     *,
     project: Project,
@@ -138,7 +175,6 @@ def import_path(
     imp = Importer(project, report, display)
     limits = ZipLimits(max_total_bytes=settings.DEEPREPO_IMPORT_MAX_UNZIPPED_BYTES,
                        max_entries=settings.DEEPREPO_IMPORT_MAX_ZIP_ENTRIES)
-    last_tick = time.monotonic()
     # Big inputs parse in a child process, on the other core; starting one costs ~0.1 s.
     big = _input_bytes(p) >= settings.DEEPREPO_IMPORT_PARSE_PROCESS_BYTES
     source = parse_piped(p, fmt=fmt, limits=limits) if big else parse(p, fmt=fmt, limits=limits)
@@ -148,24 +184,7 @@ def import_path(
     if big and settings.DEEPREPO_IMPORT_WRITERS > 0 and not connection.in_atomic_block:
         imp.writers = Writers(threads=settings.DEEPREPO_IMPORT_WRITERS)
     with _without_cyclic_gc() if big else nullcontext(), imp.writers or nullcontext():
-        for ev in events:
-            if isinstance(ev, Problem):
-                report.problem(display(ev.file), ev.line, ev.message, ev.fatal)
-            elif isinstance(ev, RunEvent):
-                imp.run_event(ev)
-            elif isinstance(ev, MetricsEvent):
-                imp.metrics(ev)
-                report.rows += len(ev.points)
-            elif isinstance(ev, RolloutsEvent):
-                imp.rollouts(ev)
-                report.rows += len(ev.rollouts)
-            elif isinstance(ev, RewardsEvent):
-                imp.drain()  # rewards look for rollouts: every batch before them is stored first
-                imp.rewards(ev)
-            if progress is not None and time.monotonic() - last_tick >= PROGRESS_EVERY:
-                last_tick = time.monotonic()
-                progress(report.rows)
-        imp.drain()
+        _consume(imp, report, events, progress, display)
     imp.finish(had_problems=report.problems_total > 0)
     report.path = display(str(p))
     report.seconds = time.monotonic() - start

@@ -17,8 +17,21 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Detected, Event, MetricsEvent, Problem, RewardsEvent, RolloutsEvent, RunEvent
-from . import _frameworks, openhands, prime_hosted, prime_rl, swe_agent, swebench, trl, verifiers
+from . import (
+    _frameworks,
+    openhands,
+    prime_hosted,
+    prime_rl,
+    swe_agent,
+    swebench,
+    trl,
+    verifiers,
+    wandb_export,
+)
 from . import inspect as inspect_fmt
+from . import mlflow as mlflow_fmt
+from . import trackio as trackio_fmt
+from . import wandb as wandb_fmt
 from ._json import LFS_PREFIX
 from ._patches import patch_touches_tests
 from ._zips import SafeZip, ZipLimits, ZipRejected, rmtree_quiet
@@ -104,6 +117,10 @@ def _detect_file(path: Path) -> Detected | None:
         head = f.read(HEAD_BYTES)
     if head.startswith(LFS_PREFIX):
         return Detected("git_lfs_pointer", str(path), {"pointer": head[:300].decode("utf-8", "replace")})
+    if wandb_fmt.is_wandb_log(head):
+        return Detected("wandb", str(path))
+    if head.startswith(trackio_fmt.SQLITE) and trackio_fmt.is_project(path):
+        return Detected("trackio", str(path))
     refused = _frameworks.binary_format(path, head)
     if refused:
         return refused
@@ -137,6 +154,12 @@ def _detect_dir_specific(path: Path) -> Detected | None:
     if framework:
         return framework
     names = {p.name for p in path.iterdir()}
+    if wandb_fmt.is_run_or_runs(path, names):
+        return Detected("wandb", str(path))
+    if mlflow_fmt.is_export(path, names):
+        return Detected("mlflow", str(path))
+    if any(n.endswith((".db", "_configs.parquet")) for n in names) and trackio_fmt.is_project(path):
+        return Detected("trackio", str(path))
     if {"metrics_raw.json", "rollouts_raw.json"} & names:
         return Detected("prime_hosted", str(path))
     if "results.jsonl" in names:
@@ -157,6 +180,8 @@ def _detect_dir_specific(path: Path) -> Detected | None:
         return Detected("swe_agent_traj", str(path))
     if "report.json" in names:
         return Detected("swebench_reports", str(path))
+    if wandb_export.is_export(path, names):
+        return Detected("wandb_export", str(path))
     return None
 
 
@@ -282,6 +307,10 @@ FORMATS: dict[str, Parser] = {
     "swebench_reports": swebench.parse_reports,
     "prime_rl": prime_rl.parse,
     **_frameworks.PARSERS,
+    "wandb": wandb_fmt.parse,
+    "mlflow": mlflow_fmt.parse,
+    "trackio": trackio_fmt.parse,
+    "wandb_export": wandb_export.parse,
 }
 
 

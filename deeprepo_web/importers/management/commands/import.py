@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from deeprepo_client.formats import FORMATS
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.importers.jobs import import_job_run_in_place
+from deeprepo_web.importers.pipeline import import_events
 from deeprepo_web.importers.report import ImportReport
 
 
@@ -36,20 +37,31 @@ def problem_lines(report: ImportReport) -> list[str]:
 
 
 class Command(BaseCommand):
-    help = "Import a file or folder written by verifiers, prime-rl, TRL, Inspect, SWE-agent, OpenHands or SWE-bench."
+    help = ("Import a file or folder written by verifiers, prime-rl, TRL, Inspect, SWE-agent, OpenHands, SWE-bench, "
+            "W&B (offline runs), MLflow (export folders) or Trackio; or pull mlflow://HOST:PORT --experiment NAME.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path")
         parser.add_argument("--project", required=True, help="project slug")
         parser.add_argument("--format", dest="fmt", choices=sorted([*FORMATS, "zip"]),
                             help="skip detection and read the input as this format")
+        parser.add_argument("--experiment", help="with an mlflow://HOST:PORT (or http URL) PATH: the experiment to pull")
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = Project.objects.filter(slug=options["project"]).first()
         if project is None:
             raise CommandError(f"--project: no project with slug {options['project']!r}")
-        # Recorded as an import job: the import page lists it beside uploads.
-        _, report = import_job_run_in_place(project=project, path=options["path"], fmt=options["fmt"])
+        path = options["path"]
+        if path.startswith(("mlflow://", "http://", "https://")):
+            if not options["experiment"]:
+                raise CommandError("--experiment: required to pull from an MLflow tracking server")
+            from deeprepo_client.formats.mlflow_server import pull
+
+            report = import_events(project=project, events=pull(path, options["experiment"]),
+                                   label=f"{path} experiment {options['experiment']}", fmt="mlflow_server")
+        else:
+            # Recorded as an import job: the import page lists it beside uploads.
+            _, report = import_job_run_in_place(project=project, path=path, fmt=options["fmt"])
         for line in report_lines(report):
             self.stdout.write(line)
         problems = problem_lines(report)
