@@ -104,8 +104,8 @@ def _content_type(request: HttpRequest) -> str:
 def _receive(request: HttpRequest, *, logs: bool) -> HttpResponse:
     kind = (request.content_type or "").strip().lower()
     try:
+        key = _key(request)  # first: a caller without a key learns nothing else about this endpoint
         kind = _content_type(request)
-        key = _key(request)
         decoded = decode(_body(request), kind, logs=logs, max_value=MAX_VALUE)
     except _Refused as exc:
         return _error(kind, exc.status, str(exc))

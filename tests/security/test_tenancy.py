@@ -111,6 +111,9 @@ def _project_urls(values: dict[str, str]) -> list[tuple[str, str]]:
     return urls
 
 
+KEY_ONLY = ("/api/", "/v1/")  # endpoints that take an API key, never a session
+
+
 def test_every_url_is_404_for_an_outsider(client, team, world):
     client.force_login(team.outsider)
     leaks = []
@@ -118,8 +121,8 @@ def test_every_url_is_404_for_an_outsider(client, team, world):
         for method in ("get", "post"):
             # The API's list endpoint names the project in the query when read with a session.
             res = getattr(client, method)(path, {"project": world["slug"]} if method == "get" else {})
-            # 401: API endpoints that take keys only; 405: a method the URL does not have.
-            if res.status_code not in (404, 405) and not (path.startswith("/api/") and res.status_code == 401):
+            # 401: API and OTLP endpoints that take keys only; 405: a method the URL does not have.
+            if res.status_code not in (404, 405) and not (path.startswith(KEY_ONLY) and res.status_code == 401):
                 leaks.append(f"{method.upper()} {path} ({name}) -> {res.status_code}")
     assert leaks == []
 
@@ -145,8 +148,8 @@ def test_viewer_reads_but_every_write_is_refused(client, team, world):
     client.force_login(team.viewer)
     before = (Run.objects.count(), Rollout.objects.count(), Run.objects.get(public_id=world["run_id"]).updated_at)
     for path, _ in _project_urls(world):
-        if path.startswith("/api/"):
-            continue  # the API writes with keys, not sessions (covered above)
+        if path.startswith(KEY_ONLY):
+            continue  # the API and OTLP write with keys, not sessions (covered above)
         res = client.post(path, {"name": "x", "status": "cancelled"})
         # Read pages refuse POST (405); writes a viewer may not make are 404 (or 403).
         assert res.status_code in (404, 405, 403), f"POST {path} as viewer -> {res.status_code}"
