@@ -35,6 +35,8 @@ INSTALLED_APPS = [
     "deeprepo_web.explorer",
     "deeprepo_web.trajectories",
     "deeprepo_web.compare",
+    "deeprepo_web.labels",
+    "deeprepo_web.search",
 ]
 
 MIDDLEWARE = [

@@ -1,4 +1,5 @@
-"""`deeprepo sync DIR`: upload spooled runs. `deeprepo watch DIR`: follow a live output folder."""
+"""`deeprepo sync DIR`: upload spooled runs. `deeprepo watch DIR`: follow a live output folder.
+`deeprepo search QUERY`: search a project's trajectories."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from deeprepo_client import search
 from deeprepo_client.spool import Spool, spool_dirs
 from deeprepo_client.transport import Refused, ServerAway, Transport, drain
 
@@ -78,7 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--state", help="where to remember what was sent (default DIR/.deeprepo-watch)")
     w.add_argument("--format", help="skip detection: read DIR as this format")
     w.set_defaults(func=cmd_watch)
+    search.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "search":
+        transport = _transport(args)
+        try:
+            return search.cmd_search(args, transport)
+        finally:
+            transport.close()
     return int(args.func(args))
 
 

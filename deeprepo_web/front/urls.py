@@ -20,4 +20,6 @@ urlpatterns = [
     path("", include("deeprepo_web.artifacts.urls")),
     path("", include("deeprepo_web.importers.urls")),
     path("", include("deeprepo_web.jobs.urls")),
+    path("", include("deeprepo_web.search.urls")),
+    path("", include("deeprepo_web.labels.urls")),
 ]

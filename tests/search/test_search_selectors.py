@@ -1,0 +1,113 @@
+"""What a search finds, field by field and mode by mode, through the real SQL and indexes."""
+
+from __future__ import annotations
+
+import pytest
+
+from deeprepo_web.search.selectors import SearchFailed, search_counts, search_page, search_scope
+from deeprepo_web.search.spec import spec_parse
+
+
+def _find(team, corpus, **params) -> dict[str, object]:
+    spec = spec_parse(params)
+    scope = search_scope(project=team.project, spec=spec)
+    results, _ = search_page(scope=scope, spec=spec)
+    by_id = {v: k for k, v in corpus.ids.items()}
+    return {by_id[r.rollout.pk]: r for r in results}
+
+
+@pytest.mark.parametrize(
+    ("params", "uids", "turn"),
+    [
+        ({"q": "give up"}, {"giveup", "second-giveup"}, 2),
+        ({"q": '"give up on this"'}, {"giveup"}, 2),
+        ({"q": "give -sandbox"}, {"giveup"}, 2),
+        ({"q": "read_file", "in": "tool_name"}, {"toolerr"}, 1),
+        ({"q": "test_auth", "in": "tool_args"}, {"toolerr"}, 1),
+        ({"q": "FileNotFoundError", "in": "tool_error"}, {"toolerr"}, 1),
+        ({"q": "edit the test file", "in": "reasoning"}, {"hack"}, 1),
+        ({"q": "bypassed", "in": "answer"}, {"answer"}, None),
+        ({"q": "ValueError", "in": "error"}, {"answer"}, None),
+        ({"q": "flaky scheduler", "in": "prompt"}, {"prompt"}, None),
+        ({"q": "flaky scheduler"}, {"prompt"}, None),
+        ({"q": "job-4812/auth", "mode": "substring"}, {"toolerr"}, 1),
+        ({"q": "GIVE UP ON", "mode": "substring"}, {"giveup"}, 2),
+        ({"q": r"bad id \d{5}", "mode": "regex"}, {"answer"}, None),
+        ({"q": r"job-[0-9]+/auth_h", "mode": "regex", "in": "tool_output"}, {"toolerr"}, 1),
+    ],
+)
+def test_search_finds_the_field_and_turn(team, corpus, params, uids, turn):
+    found = _find(team, corpus, **params)
+    assert set(found) == uids
+    first = sorted(uids)[0]
+    assert found[first].turn_index == turn
+
+
+def test_field_restriction_excludes_other_fields(team, corpus):
+    assert _find(team, corpus, q="test file", **{"in": "content"}) == {}
+    assert _find(team, corpus, q="read_file", **{"in": "content"}) == {}
+
+
+def test_other_projects_never_match(team, corpus):
+    found = _find(team, corpus, q="other project")
+    assert found == {}
+    assert "outsider-giveup" not in _find(team, corpus, q="give up")
+
+
+@pytest.mark.parametrize(
+    ("params", "uids"),
+    [
+        ({"step_min": "1", "step_max": "2"}, {"toolerr", "hack", "answer"}),
+        ({"reward_min": "0.5"}, {"hack", "answer", "prompt"}),
+        ({"reward_max": "0"}, {"giveup", "html", "second-giveup"}),
+        ({"tool": "read_file"}, {"toolerr"}),
+        ({"stop": "gave_up"}, {"giveup"}),
+    ],
+)
+def test_filters_narrow_a_search(team, corpus, params, uids):
+    # "." in a regex matches every text: the filters alone decide.
+    assert set(_find(team, corpus, q="...", mode="regex", **params)) == uids
+
+
+def test_run_filter(team, corpus):
+    assert set(_find(team, corpus, q="give up", run=corpus.other_run.public_id)) == {"second-giveup"}
+
+
+def test_snippet_marks_the_match_and_escapes_the_rest(team, corpus):
+    found = _find(team, corpus, q="needle")
+    html = str(found["html"].snippets[0].html)
+    assert "<mark>needle</mark>" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "<img" not in html and "&lt;img" in html
+
+
+def test_bad_regex_is_one_clear_error(team, corpus):
+    spec = spec_parse({"q": "abc(", "mode": "regex"})
+    scope = search_scope(project=team.project, spec=spec)
+    with pytest.raises(SearchFailed, match="regular expression"):
+        search_page(scope=scope, spec=spec)
+
+
+def test_short_substring_is_refused_and_others_kept(team, corpus):
+    spec = spec_parse({"q": "ab", "mode": "substring", "step_min": "x"})
+    assert any("at least 3 characters" in e for e in spec.errors)
+    assert any("step_min" in e for e in spec.errors)
+
+
+def test_counts_per_run_and_step(team, corpus):
+    spec = spec_parse({"q": "give up"})
+    counts = search_counts(scope=search_scope(project=team.project, spec=spec), spec=spec)
+    assert counts[corpus.run.pk][0] == (1, 1)
+    assert counts[corpus.run.pk][2] == (0, 2)
+    assert counts[corpus.other_run.pk][5] == (1, 1)
+
+
+def test_searches_use_the_indexes(team, corpus):
+    from django.db import connection
+
+    from deeprepo_web.search.texts import index_sql
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'search_%%'")
+        names = {row[0] for row in cur.fetchall()}
+    assert len(names) == len(index_sql()) == 8
