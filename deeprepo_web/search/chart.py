@@ -26,6 +26,8 @@ class RunCounts:
     total: int
     bars: list[Bar]
     eval_only: bool  # every matching rollout has no step (an eval)
+    first_step: int | None = None
+    last_step: int | None = None
 
 
 def chart_rows(counts: dict[int, dict[int | None, tuple[int, int]]], runs: dict[int, Run]) -> list[RunCounts]:
@@ -45,6 +47,7 @@ def chart_rows(counts: dict[int, dict[int | None, tuple[int, int]]], runs: dict[
                 h = HEIGHT * rate
                 bars.append(Bar(x=round((s - lo) * WIDTH / span, 2), y=round(HEIGHT - h, 2), w=round(w, 2),
                                 h=round(h, 2), title=f"step {s}: {m} of {t} rollouts ({rate:.0%})"))
-        out.append(RunCounts(run=runs[run_id], matched=matched, total=total, bars=bars, eval_only=not steps))
+        out.append(RunCounts(run=runs[run_id], matched=matched, total=total, bars=bars, eval_only=not steps,
+                             first_step=steps[0] if steps else None, last_step=steps[-1] if steps else None))
     out.sort(key=lambda rc: (-rc.matched, rc.run.name))
     return out

@@ -12,8 +12,9 @@ CONFIG = "simple"  # no stemming, no stop words: code, paths and error text stay
 
 
 # Paths and dotted names are one token to Postgres's parser ("tests/test_auth.py"): searching a word of
-# them would find nothing. Slashes and dots become spaces in the document and in the query alike.
-SPLIT_FROM, SPLIT_TO = "/.", "  "
+# them would find nothing; and it reads <tags> as HTML, swallowing the text after a <script>. Slashes,
+# dots and angle brackets become spaces in the document and in the query alike.
+SPLIT_FROM, SPLIT_TO = "/.<>", "    "
 
 
 def fts(expr: str) -> str:

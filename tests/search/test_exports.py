@@ -63,7 +63,7 @@ def test_hf_folder_loads_with_datasets(client, team, corpus, tmp_path: Path):
     client.force_login(team.viewer)
     with zipfile.ZipFile(io.BytesIO(_export(client, "hf", label="gives-up"))) as z:
         z.extractall(tmp_path)
-    ds = datasets.load_dataset(str(tmp_path / "dataset"), split="train")
+    ds = datasets.load_dataset(str(tmp_path / "dataset"), split="train", cache_dir=str(tmp_path / "cache"))
     assert len(ds) == 2
     assert set(ds["labels"][0]) == {"gives-up"}
     assert ds[0]["messages"][0]["role"] in ("user", "assistant")

@@ -31,6 +31,9 @@ def _find(team, corpus, **params) -> dict[str, object]:
         ({"q": "flaky scheduler", "in": "prompt"}, {"prompt"}, None),
         ({"q": "flaky scheduler"}, {"prompt"}, None),
         ({"q": "job-4812/auth", "mode": "substring"}, {"toolerr"}, 1),
+        # Words inside HTML: Postgres's parser alone would read <script> as a tag and skip what follows.
+        ({"q": "pwned onerror"}, {"html"}, 1),
+        ({"q": "tests/test_auth.py"}, {"toolerr"}, 1),
         ({"q": "GIVE UP ON", "mode": "substring"}, {"giveup"}, 2),
         ({"q": r"bad id \d{5}", "mode": "regex"}, {"answer"}, None),
         ({"q": r"job-[0-9]+/auth_h", "mode": "regex", "in": "tool_output"}, {"toolerr"}, 1),
