@@ -75,20 +75,40 @@ def search_scope(*, project: Project, spec: SearchSpec) -> Scope:
     return Scope(project=project, runs=by_id, label_id=label_id, empty=empty)
 
 
-def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True) -> S.Sql:
-    """(rollout_id, hits, first hits as 'src:obj' strings) of every matching rollout, newest first."""
+def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: bool = False) -> S.Sql:
+    """(rollout_id, hits, first hits as 'src:obj' strings) of every matching rollout, newest first.
+
+    `walk`: go through the filtered rollouts newest first and look for hits in each (a LATERAL
+    subquery on the per-rollout indexes), stopping at the page's end: fast when many rollouts match.
+    Otherwise the GIN indexes find every hit first: fast when few do."""
     where, params = S.rollout_filters(spec, run_ids=scope.run_ids, label_id=scope.label_id)
+    order = " ORDER BY r.id DESC" if ordered else ""
     if not spec.q:
-        return (f"SELECT r.id, 0, ARRAY[]::text[] FROM runs_rollout r WHERE {where}"
-                + (" ORDER BY r.id DESC" if ordered else ""), params)
-    hits, hit_params = S.hits_sql(spec, run_ids=scope.run_ids, project_id=scope.project.pk)
+        return f"SELECT r.id, 0, ARRAY[]::text[] FROM runs_rollout r WHERE {where}{order}", params
+    hits, hit_params = S.hits_sql(spec, run_ids=scope.run_ids, project_id=scope.project.pk, outer=walk)
+    agg = (f"count(*) AS n, (array_agg(m.src || ':' || m.obj ORDER BY m.turn_index NULLS FIRST, m.obj))"
+           f"[1:{SNIPPETS_PER_ROLLOUT}] AS firsts")
+    if walk:
+        return (f"SELECT r.id, h.n, h.firsts FROM runs_rollout r CROSS JOIN LATERAL (SELECT {agg} "
+                f"FROM ({hits}) m(rollout_id, turn_index, src, obj)) h WHERE {where} AND h.n > 0{order}",
+                hit_params + params)
     return (
-        "SELECT m.rollout_id, count(*), "
-        f"(array_agg(m.src || ':' || m.obj ORDER BY m.turn_index NULLS FIRST, m.obj))[1:{SNIPPETS_PER_ROLLOUT}] "
+        f"SELECT m.rollout_id, {agg} "
         f"FROM ({hits}) m(rollout_id, turn_index, src, obj) JOIN runs_rollout r ON r.id = m.rollout_id WHERE {where} "
         "GROUP BY m.rollout_id" + (" ORDER BY m.rollout_id DESC" if ordered else ""),
         hit_params + params,
     )
+
+
+# Past this many hits, walking the rollouts newest first finds a page sooner than collecting every hit.
+WALK_AFTER_HITS = 20_000
+
+
+def _walk(spec: SearchSpec) -> bool:
+    if not spec.q:
+        return False
+    sql, params = S.source_hits_capped(spec, WALK_AFTER_HITS)
+    return bool(_run(sql, params, PAGE_TIMEOUT_MS)[0][0] >= WALK_AFTER_HITS)
 
 
 def _run(sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
@@ -107,7 +127,7 @@ def _run(sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
 def search_page(*, scope: Scope, spec: SearchSpec, page: int = 1, per_page: int = 50) -> tuple[list[Result], bool]:
     if scope.empty or not spec.narrowed:
         return [], False
-    sql, params = _matches_sql(scope, spec)
+    sql, params = _matches_sql(scope, spec, walk=_walk(spec))
     rows = _run(f"{sql} LIMIT %s OFFSET %s", [*params, per_page + 1, (page - 1) * per_page], PAGE_TIMEOUT_MS)
     has_next = len(rows) > per_page
     rows = rows[:per_page]

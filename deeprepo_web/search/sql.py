@@ -39,32 +39,55 @@ def sources_for(spec: SearchSpec) -> list[str]:
     return [FIELDS[spec.field][0]] if spec.field else list(SOURCES)
 
 
-def hits_sql(spec: SearchSpec, *, run_ids: list[int], project_id: int) -> Sql:
-    """Rows (rollout_id, turn_index, src, obj): one per matching turn, call, rollout text or prompt."""
+def hits_sql(spec: SearchSpec, *, run_ids: list[int], project_id: int, outer: bool = False) -> Sql:
+    """Rows (rollout_id, turn_index, src, obj): one per matching turn, call, rollout text or prompt.
+
+    With `outer`, only the hits of the outer query's rollout `r` (a LATERAL subquery that walks the
+    rollouts newest first: the fast way when the text is common). Without, every hit the indexes find."""
     parts: list[str] = []
     params: list[Any] = []
     for source in sources_for(spec):
         if source == "turn":
             sql, p = _source_match("turn", "t", spec)
+            near = "t.rollout_id = r.id AND " if outer else ""
             parts.append(f"SELECT t.rollout_id, t.index AS turn_index, 'turn' AS src, t.id AS obj "
-                         f"FROM runs_turn t WHERE {sql}")
+                         f"FROM runs_turn t WHERE {near}{sql}")
         elif source == "call":
             sql, p = _source_match("call", "c", spec)
+            near = "c.rollout_id = r.id AND " if outer else ""
             parts.append("SELECT c.rollout_id, (SELECT ti.index FROM runs_turn ti WHERE ti.id = c.turn_id), "
-                         f"'call', c.id FROM runs_toolcall c WHERE {sql}")
+                         f"'call', c.id FROM runs_toolcall c WHERE {near}{sql}")
         elif source == "rollout":
             sql, p = _source_match("rollout", "ro", spec)
-            parts.append(f"SELECT ro.id, NULL::int, 'rollout', ro.id FROM runs_rollout ro "
-                         f"WHERE ro.run_id = ANY(%s) AND {sql}")
-            p = [run_ids, *p]
+            near, np = ("ro.id = r.id", []) if outer else ("ro.run_id = ANY(%s)", [run_ids])
+            parts.append(f"SELECT ro.id, NULL::int, 'rollout', ro.id FROM runs_rollout ro WHERE {near} AND {sql}")
+            p = [*np, *p]
         else:
             sql, p = _source_match("prompt", "e", spec)
-            parts.append("SELECT ro.id, NULL::int, 'prompt', e.id FROM runs_example e "
-                         "JOIN runs_rollout ro ON ro.example_id = e.id "
-                         f"WHERE e.project_id = %s AND ro.run_id = ANY(%s) AND {sql}")
-            p = [project_id, run_ids, *p]
+            if outer:
+                parts.append(f"SELECT r.id, NULL::int, 'prompt', e.id FROM runs_example e "
+                             f"WHERE e.id = r.example_id AND {sql}")
+            else:
+                parts.append("SELECT ro.id, NULL::int, 'prompt', e.id FROM runs_example e "
+                             "JOIN runs_rollout ro ON ro.example_id = e.id "
+                             f"WHERE e.project_id = %s AND ro.run_id = ANY(%s) AND {sql}")
+                p = [project_id, run_ids, *p]
         params += p
     return " UNION ALL ".join(parts), params
+
+
+def source_hits_capped(spec: SearchSpec, cap: int) -> Sql:
+    """How many rows the indexes find, counting no further than `cap` per source."""
+    parts = []
+    params: list[Any] = []
+    aliases = {"turn": "t", "call": "c", "rollout": "ro", "prompt": "e"}
+    tables = {"turn": "runs_turn", "call": "runs_toolcall", "rollout": "runs_rollout", "prompt": "runs_example"}
+    for source in sources_for(spec):
+        sql, p = _source_match(source, aliases[source], spec)
+        parts.append(f"(SELECT count(*) FROM (SELECT 1 FROM {tables[source]} {aliases[source]} WHERE {sql} "
+                     f"LIMIT {int(cap)}) x)")
+        params += p
+    return "SELECT " + " + ".join(parts), params
 
 
 def rollout_filters(spec: SearchSpec, *, run_ids: list[int], label_id: int | None) -> Sql:

@@ -114,3 +114,16 @@ def test_searches_use_the_indexes(team, corpus):
         cur.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'search_%%'")
         names = {row[0] for row in cur.fetchall()}
     assert len(names) == len(index_sql()) == 8
+
+
+@pytest.mark.parametrize("params", [
+    {"q": "give up"}, {"q": "flaky scheduler"}, {"q": "read_file", "in": "tool_name"},
+    {"q": "bad id", "mode": "substring"}, {"q": r"job-[0-9]+", "mode": "regex"}, {"q": "pwned", "step_min": "3"},
+])
+def test_walking_the_rollouts_finds_what_the_indexes_find(team, corpus, monkeypatch, params):
+    from deeprepo_web.search import selectors
+
+    by_index = {k: (r.hits, r.turn_index) for k, r in _find(team, corpus, **params).items()}
+    monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 1)  # every search counts as common: walk
+    walked = {k: (r.hits, r.turn_index) for k, r in _find(team, corpus, **params).items()}
+    assert walked == by_index and by_index
