@@ -85,7 +85,7 @@ def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: 
     order = " ORDER BY r.id DESC" if ordered else ""
     if not spec.q:
         return f"SELECT r.id, 0, ARRAY[]::text[] FROM runs_rollout r WHERE {where}{order}", params
-    hits, hit_params = S.hits_sql(spec, run_ids=scope.run_ids, project_id=scope.project.pk, outer=walk)
+    hits, hit_params = S.hits_sql(spec, run_ids=scope.run_ids, outer=walk)
     agg = (f"count(*) AS n, (array_agg(m.src || ':' || m.obj ORDER BY m.turn_index NULLS FIRST, m.obj))"
            f"[1:{SNIPPETS_PER_ROLLOUT}] AS firsts")
     if walk:
@@ -107,7 +107,7 @@ WALK_AFTER_HITS = 20_000
 def _walk(spec: SearchSpec) -> bool:
     if not spec.q:
         return False
-    sql, params = S.source_hits_capped(spec, WALK_AFTER_HITS)
+    sql, params = S.hits_capped(spec, WALK_AFTER_HITS)
     return bool(_run(sql, params, PAGE_TIMEOUT_MS)[0][0] >= WALK_AFTER_HITS)
 
 

@@ -1,16 +1,13 @@
-"""The searchable text of each table, as SQL expressions the GIN indexes are built on.
+"""The searchable text of each source table, and how it becomes a tsvector.
 
-A query must use these exact expressions for Postgres to pick the expression indexes. Bodies are cut
-at LIMIT characters: to_tsvector refuses strings over 1 MB, and a body past the blob threshold keeps
-only its preview in the row anyway.
+Bodies are cut at LIMIT characters: to_tsvector refuses strings over 1 MB, and a body past the blob
+threshold keeps only its preview in the row anyway.
 """
 
 from __future__ import annotations
 
 LIMIT = 100_000
 CONFIG = "simple"  # no stemming, no stop words: code, paths and error text stay as written
-
-
 # Paths and dotted names are one token to Postgres's parser ("tests/test_auth.py"): searching a word of
 # them would find nothing; and it reads <tags> as HTML, swallowing the text after a <script>. Slashes,
 # dots and angle brackets become spaces in the document and in the query alike.
@@ -18,7 +15,7 @@ SPLIT_FROM, SPLIT_TO = "/.<>", "    "
 
 
 def fts(expr: str) -> str:
-    """The tsvector of a text expression, as the FTS indexes are built."""
+    """The tsvector of a text expression."""
     return f"to_tsvector('{CONFIG}'::regconfig, translate({expr}, '{SPLIT_FROM}', '{SPLIT_TO}'))"
 
 
@@ -26,13 +23,16 @@ def _cut(expr: str) -> str:
     return f"left({expr}, {LIMIT})"
 
 
-# Table -> (alias, the combined text). One FTS and one trigram index per table, on the combined text.
-TURN = _cut("{a}.content || ' ' || {a}.reasoning")
-CALL = _cut("{a}.name || ' ' || coalesce({a}.arguments::text, '') || ' ' || {a}.output")
-ROLLOUT = _cut("{a}.final_answer || ' ' || {a}.error")
-PROMPT = _cut("coalesce({a}.prompt::text, '')")
+# Source -> the body of one row ({a} is the table's alias).
+BODIES = {
+    "turn": _cut("{a}.content || ' ' || {a}.reasoning"),
+    "call": _cut("{a}.name || ' ' || coalesce({a}.arguments::text, '') || ' ' || {a}.output"),
+    "rollout": _cut("{a}.final_answer || ' ' || {a}.error"),
+    "prompt": _cut("coalesce({a}.prompt::text, '')"),
+}
+TABLES = {"turn": "runs_turn", "call": "runs_toolcall", "rollout": "runs_rollout", "prompt": "runs_example"}
 
-# One field alone (for "search only in ..."): a recheck on rows the combined index found.
+# One field alone (for "search only in ..."): a recheck on the source row of a body that matched.
 FIELDS: dict[str, tuple[str, str]] = {
     # field: (source, expression)
     "content": ("turn", _cut("{a}.content")),
@@ -43,7 +43,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "tool_error": ("call", _cut("{a}.output")),  # plus is_error
     "answer": ("rollout", _cut("{a}.final_answer")),
     "error": ("rollout", _cut("{a}.error")),
-    "prompt": ("prompt", PROMPT),
+    "prompt": ("prompt", _cut("coalesce({a}.prompt::text, '')")),
 }
 FIELD_LABELS = {
     "": "everywhere",
@@ -57,23 +57,3 @@ FIELD_LABELS = {
     "error": "rollout errors",
     "prompt": "example prompts",
 }
-SOURCES = {"turn": TURN, "call": CALL, "rollout": ROLLOUT, "prompt": PROMPT}
-TABLES = {"turn": "runs_turn", "call": "runs_toolcall", "rollout": "runs_rollout", "prompt": "runs_example"}
-
-
-def index_sql() -> list[tuple[str, str]]:
-    """(create, drop) statements of the eight indexes, for the migration and the bench."""
-    out = []
-    for source, expr in SOURCES.items():
-        table = TABLES[source]
-        bare = expr.format(a=table)
-        out.append((
-            f"CREATE INDEX IF NOT EXISTS search_{source}_fts ON {table} "
-            f"USING gin ({fts(bare)})",
-            f"DROP INDEX IF EXISTS search_{source}_fts",
-        ))
-        out.append((
-            f"CREATE INDEX IF NOT EXISTS search_{source}_trgm ON {table} USING gin (({bare}) gin_trgm_ops)",
-            f"DROP INDEX IF EXISTS search_{source}_trgm",
-        ))
-    return out

@@ -105,15 +105,22 @@ def test_counts_per_run_and_step(team, corpus):
     assert counts[corpus.other_run.pk][5] == (1, 1)
 
 
-def test_searches_use_the_indexes(team, corpus):
-    from django.db import connection
+def test_new_rollouts_are_searchable_after_the_index_pass(team, corpus):
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.search.indexer import search_index_update
+    from deeprepo_web.search.models import Doc
 
-    from deeprepo_web.search.texts import index_sql
+    from .conftest import _turn, rec
 
-    with connection.cursor() as cur:
-        cur.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'search_%%'")
-        names = {row[0] for row in cur.fetchall()}
-    assert len(names) == len(index_sql()) == 8
+    rollouts_ingest(run=corpus.run, rollouts=[rec("ex-new", uid="late", step=9, turns=[_turn("kumquat here")])])
+    assert _find(team, corpus, q="kumquat") == {}  # ingest did not wait for the index
+    assert search_index_update() == 3  # a turn, the rollout's answer, its (empty) prompt
+    late_id = corpus.ids["late"] = corpus.run.rollouts.get(uid="late").pk
+    assert list(_find(team, corpus, q="kumquat")) == ["late"]
+    assert search_index_update() == 0  # nothing twice
+    # A row whose transaction committed after a later one was indexed is caught by the slack re-read.
+    Doc.objects.filter(src="turn", rollout_id=late_id).delete()
+    assert search_index_update() == 1
 
 
 @pytest.mark.parametrize("params", [
