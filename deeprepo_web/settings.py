@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "deeprepo_web.compare",
     "deeprepo_web.labels",
     "deeprepo_web.search",
+    "deeprepo_web.judge",
 ]
 
 MIDDLEWARE = [

@@ -22,4 +22,5 @@ urlpatterns = [
     path("", include("deeprepo_web.jobs.urls")),
     path("", include("deeprepo_web.search.urls")),
     path("", include("deeprepo_web.labels.urls")),
+    path("", include("deeprepo_web.judge.urls")),
 ]

@@ -79,4 +79,7 @@ def mark_delete(request: HttpRequest, slug: str, mark_id: int) -> HttpResponse:
 def mark_review(request: HttpRequest, slug: str, mark_id: int) -> HttpResponse:
     mark = _mark(request, slug, mark_id)
     services.mark_review(mark=mark, confirm=request.POST.get("confirm") == "1", user=request.user)
+    back = request.POST.get("next", "")
+    if back.startswith(f"/p/{slug}/judge/") and "//" not in back:  # a judge job's page; nothing else
+        return redirect(back)
     return _back(request, _trajectory(slug, mark))
