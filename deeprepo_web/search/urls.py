@@ -11,3 +11,4 @@ urlpatterns = [
     path("p/<slug:slug>/runs/<str:run_id>/search/", views.run_search, name="run_search"),
 ]
 urlpatterns.append(path("p/<slug:slug>/search/export.<str:fmt>", views.export, name="search_export"))
+urlpatterns.append(path("p/<slug:slug>/runs/<str:run_id>/errors/", views.run_errors, name="run_errors"))

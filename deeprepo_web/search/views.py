@@ -149,3 +149,14 @@ def export(request: HttpRequest, slug: str, fmt: str) -> HttpResponse:
         return FileResponse(part, as_attachment=True, filename=f"{name}.parquet", content_type=EXPORTS[fmt])
     archive = exports.hf_folder_zip(ids, title=f"{project.name} rollouts", query=urlencode(spec.params()))
     return FileResponse(archive, as_attachment=True, filename=f"{name}-dataset.zip", content_type=EXPORTS[fmt])
+
+
+@require_safe
+@login_required
+def run_errors(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
+    from deeprepo_web.search.signatures import error_signatures
+
+    run = access.run_for_user(request.user, run_id, slug=slug)
+    sigs, span = error_signatures(run=run)
+    return render(request, "search/errors.html", {"project": run.project, "run": run, "sigs": sigs, "span": span,
+                                                  "width": WIDTH, "height": HEIGHT})

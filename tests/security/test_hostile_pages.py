@@ -251,6 +251,8 @@ def _search_pages(team: Any, w: dict[str, Any], p: str) -> dict[str, str]:
         "search_prompt": f"{p}/search/?q=script&in=prompt",
         "search_label": f"{p}/search/?label={quote(label.name)}",
         "labels": f"{p}/labels/",
+        "judge": f"{p}/judge/",
+        "error_signatures": f"{p}/runs/{w['run']}/errors/",
     }
 
 
