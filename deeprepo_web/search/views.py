@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
@@ -127,7 +128,7 @@ EXPORTS = {"jsonl": "application/x-ndjson", "parquet": "application/vnd.apache.p
 
 @require_safe
 @login_required
-def export(request: HttpRequest, slug: str, fmt: str) -> HttpResponse:
+def export(request: HttpRequest, slug: str, fmt: str) -> HttpResponseBase:
     project, _ = access.project_for_user(request.user, slug)
     if fmt not in EXPORTS:
         raise Http404("no such format")
