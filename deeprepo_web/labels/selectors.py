@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.labels.models import Label, Mark, MarkStatus
@@ -37,3 +37,13 @@ def label_rates(*, run_ids: list[int], label: Label) -> dict[int, tuple[int, int
                   .values("rollout__run_id").annotate(n=Count("rollout", distinct=True))
                   .values_list("rollout__run_id", "n"))
     return {run_id: (marked.get(run_id, 0), n) for run_id, n in totals.items()}
+
+
+def label_names(*, project: Project) -> list[str]:
+    return list(Label.objects.filter(project=project).order_by("name").values_list("name", flat=True))
+
+
+def marked_with(name: str) -> Q:
+    """A rollout filter: it carries the label `name` (not rejected). For Rollout querysets."""
+    marks = Mark.objects.filter(rollout=OuterRef("pk"), label__name=name).exclude(status=MarkStatus.REJECTED)
+    return Q(Exists(marks))

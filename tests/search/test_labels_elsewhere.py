@@ -33,3 +33,20 @@ def test_shared_rollout_shows_its_labels_read_only(client, team, corpus):
     html = client.get(f"/s/{token}").content.decode()
     assert 'data-label="gives-up"' in html and "turn #2" in html
     assert "Add label" not in html and "editor" not in html  # no form, no member's name
+
+
+def test_rollouts_table_filters_by_label(client, team, corpus):
+    import re
+
+    from django.urls import reverse
+
+    label = label_create(project=team.project, name="gives-up")
+    mark_create(label=label, rollout=corpus.run.rollouts.get(pk=corpus.ids["giveup"]), user=team.editor)
+    rejected = mark_create(label=label, rollout=corpus.run.rollouts.get(pk=corpus.ids["hack"]), user=None,
+                           status="rejected", source="judge:x")
+    assert rejected.status == "rejected"
+    client.force_login(team.viewer)
+    url = reverse("rollouts", args=["demo", corpus.run.public_id])
+    html = client.get(url, {"label": "gives-up"}).content.decode()
+    assert set(map(int, re.findall(r'/rollouts/(\d+)/"', html))) == {corpus.ids["giveup"]}
+    assert '<option value="gives-up" selected>' in html
