@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from deeprepo_web.runs.models import Run
 
 WIDTH, HEIGHT = 600, 60
+MAX_RUNS = 50  # the runs with the most matches; a project may have thousands
 
 
 @dataclass
@@ -34,6 +35,8 @@ def chart_rows(counts: dict[int, dict[int | None, tuple[int, int]]], runs: dict[
     out = []
     for run_id, per_step in counts.items():
         matched = sum(m for m, _ in per_step.values())
+        if not matched:
+            continue
         total = sum(t for _, t in per_step.values())
         steps = sorted(s for s in per_step if s is not None)
         bars = []
@@ -50,4 +53,4 @@ def chart_rows(counts: dict[int, dict[int | None, tuple[int, int]]], runs: dict[
         out.append(RunCounts(run=runs[run_id], matched=matched, total=total, bars=bars, eval_only=not steps,
                              first_step=steps[0] if steps else None, last_step=steps[-1] if steps else None))
     out.sort(key=lambda rc: (-rc.matched, rc.run.name))
-    return out
+    return out[:MAX_RUNS]

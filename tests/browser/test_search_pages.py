@@ -70,6 +70,13 @@ def test_search_open_label_filter_export(browser_page, live_server, team, corpus
     ds = datasets.load_dataset(str(tmp_path / "dataset"), split="train", cache_dir=str(tmp_path / "cache"))
     assert ds["rollout_id"] == [rid]
     assert ds[0]["labels"] == ["gives-up"]
+
+    # The run's error signatures link to the turn of an example.
+    page.goto(f"{live_server.url}/p/demo/runs/{corpus.run.public_id}/errors/")
+    assert "FileNotFoundError: no such file <path>" in page.locator("table.error-sigs").inner_text()
+    page.screenshot(path=f"{screenshot_dir}/errors.png", full_page=True)
+    page.click("table.error-sigs td a")
+    page.wait_for_url(f"**/rollouts/{corpus.ids['toolerr']}/?upto=1#turn-1")
     assert page.watched.errors == []  # type: ignore[attr-defined]
 
 
