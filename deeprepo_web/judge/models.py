@@ -8,7 +8,7 @@ from django.utils import timezone
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.jobs.crypto import decrypt_secrets, encrypt_secrets
 from deeprepo_web.labels.models import Label
-from deeprepo_web.runs.models import Rollout, new_public_id
+from deeprepo_web.runs.models import Rollout, Run, new_public_id
 
 
 class JudgeEndpoint(models.Model):
@@ -69,7 +69,8 @@ class Verdict(models.Model):
     """One rollout judged once per job: a resumed job skips rollouts that have one."""
 
     job = models.ForeignKey(JudgeJob, on_delete=models.CASCADE, related_name="verdicts")
-    rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="verdicts")
+    rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="verdicts", db_index=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="verdicts")  # see labels.Mark.run
     answer = models.BooleanField(null=True)  # None: the judge's reply could not be read
     explanation = models.TextField(blank=True, default="")
     citations = ArrayField(models.IntegerField(), default=list, blank=True)  # turn indices

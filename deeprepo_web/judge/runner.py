@@ -42,7 +42,7 @@ def _store(job: JudgeJob, endpoint: JudgeEndpoint, rollout: Rollout, reply: Repl
     cost = (reply.input_tokens * endpoint.input_per_mtok + reply.output_tokens * endpoint.output_per_mtok) / 1e6
     with transaction.atomic():
         _, created = Verdict.objects.get_or_create(job=job, rollout=rollout, defaults={
-            "answer": reply.answer, "explanation": reply.explanation, "citations": reply.citations,
+            "run_id": rollout.run_id, "answer": reply.answer, "explanation": reply.explanation, "citations": reply.citations,
             "input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens})
         if not created:
             return
@@ -55,7 +55,7 @@ def _store(job: JudgeJob, endpoint: JudgeEndpoint, rollout: Rollout, reply: Repl
             # A person confirms or rejects it; one a person already decided on stays as it is.
             Mark.objects.get_or_create(
                 label=job.label, rollout=rollout, turn_index=None,
-                defaults={"status": MarkStatus.PROPOSED, "source": f"judge:{job.public_id}",
+                defaults={"run_id": rollout.run_id, "status": MarkStatus.PROPOSED, "source": f"judge:{job.public_id}",
                           "note": (f"turns {', '.join(map(str, reply.citations))}: " if reply.citations else "")
                           + reply.explanation[:2000]})
 

@@ -5,7 +5,7 @@ from django.db import models
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
-from deeprepo_web.runs.models import Rollout
+from deeprepo_web.runs.models import Rollout, Run
 
 
 class Label(models.Model):
@@ -35,6 +35,9 @@ class Mark(models.Model):
 
     label = models.ForeignKey(Label, on_delete=models.CASCADE, related_name="marks")
     rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="marks")
+    # The rollout's run: run_delete removes rollouts by SQL, then the run through the ORM, whose
+    # cascade reaches marks only through this.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="marks", db_index=False)
     turn_index = models.IntegerField(null=True, blank=True)
     note = models.TextField(blank=True, default="")
     status = models.CharField(max_length=12, choices=MarkStatus.choices, default=MarkStatus.CONFIRMED)
@@ -48,4 +51,5 @@ class Mark(models.Model):
             models.UniqueConstraint(fields=["label", "rollout", "turn_index"], name="mark_unique",
                                     nulls_distinct=False),
         ]
-        indexes = [models.Index(fields=["rollout", "label"], name="mark_rollout_label")]
+        indexes = [models.Index(fields=["rollout", "label"], name="mark_rollout_label"),
+                   models.Index(fields=["run", "label"], name="mark_run_label")]

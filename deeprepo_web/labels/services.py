@@ -45,7 +45,7 @@ def mark_create(*, label: Label, rollout: Rollout, user: Any, turn_index: int | 
         raise LabelError(f"turn: #{turn_index} is not a turn of this rollout")
     mark, _ = Mark.objects.update_or_create(
         label=label, rollout=rollout, turn_index=turn_index,
-        defaults={"note": clean_text(note)[:5000], "status": status, "source": source,
+        defaults={"run_id": rollout.run_id, "note": clean_text(note)[:5000], "status": status, "source": source,
                   "created_by": user if getattr(user, "is_authenticated", False) else None},
     )
     return mark
@@ -72,8 +72,8 @@ def marks_bulk_create(*, label: Label, rollout_ids: Iterable[int], user: Any, no
         while batch := list(islice(ids, BATCH)):
             # Only rollouts of the label's project: the ids came from a scoped search, this makes sure.
             cur.execute(
-                "INSERT INTO labels_mark (label_id, rollout_id, turn_index, note, status, created_by_id, source, "
-                "created_at) SELECT %s, r.id, NULL, %s, 'confirmed', %s, 'person', now() FROM runs_rollout r "
+                "INSERT INTO labels_mark (label_id, rollout_id, run_id, turn_index, note, status, created_by_id, "
+                "source, created_at) SELECT %s, r.id, r.run_id, NULL, %s, 'confirmed', %s, 'person', now() FROM runs_rollout r "
                 "JOIN runs_run run ON run.id = r.run_id WHERE r.id = ANY(%s) AND run.project_id = %s "
                 "ON CONFLICT DO NOTHING",
                 [label.pk, clean_text(note), user_id, batch, label.project_id],
