@@ -134,3 +134,22 @@ def test_walking_the_rollouts_finds_what_the_indexes_find(team, corpus, monkeypa
     monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 1)  # every search counts as common: walk
     walked = {k: (r.hits, r.turn_index) for k, r in _find(team, corpus, **params).items()}
     assert walked == by_index and by_index
+
+
+@pytest.mark.parametrize(("params", "index"), [
+    ({"q": "give up"}, "search_doc_tsv"),
+    ({"q": "job-4812", "mode": "substring"}, "search_doc_trgm"),
+    ({"q": "job-[0-9]+", "mode": "regex"}, "search_doc_trgm"),
+])
+def test_searches_can_use_their_index(team, corpus, params, index):
+    from django.db import connection
+
+    from deeprepo_web.search import sql as S
+
+    spec = spec_parse(params)
+    hits, hit_params = S.hits_sql(spec, run_ids=[corpus.run.pk])
+    with connection.cursor() as cur:
+        cur.execute("SET LOCAL enable_seqscan = off")  # a tiny table: make the planner show the index
+        cur.execute(f"EXPLAIN {hits}", hit_params)
+        plan = "\n".join(row[0] for row in cur.fetchall())
+    assert index in plan
