@@ -146,10 +146,9 @@ def test_searches_can_use_their_index(team, corpus, params, index):
 
     from deeprepo_web.search import sql as S
 
-    spec = spec_parse(params)
-    hits, hit_params = S.hits_sql(spec, run_ids=[corpus.run.pk])
+    match, match_params = S.doc_match(spec_parse(params))
     with connection.cursor() as cur:
         cur.execute("SET LOCAL enable_seqscan = off")  # a tiny table: make the planner show the index
-        cur.execute(f"EXPLAIN {hits}", hit_params)
+        cur.execute(f"EXPLAIN SELECT d.obj FROM search_doc d WHERE {match}", match_params)
         plan = "\n".join(row[0] for row in cur.fetchall())
     assert index in plan
