@@ -66,12 +66,14 @@ def test_judge_cancel_resume_never_twice(browser_page, live_server, team, celery
     page.fill("input[name=output_per_mtok]", "6")
     page.click("form.judge-endpoint button.primary")
     page.wait_for_selector("text=API key: stored")
+    page.screenshot(path=f"{screenshot_dir}/judge-endpoint.png", full_page=True)
     assert judge_server.api_key not in page.content()
 
     judge_server.delay = 0.4  # slow enough to cancel part-way
     page.goto(f"{live_server.url}/p/demo/search/?q=marker")
     assert page.locator("li.search-result").count() == 20
     page.click("details.judge-start summary")
+    page.screenshot(path=f"{screenshot_dir}/judge-start.png", full_page=True)
     page.fill("textarea[name=rubric]", "The agent gives up before finishing the task.")
     page.select_option("select[name=label_name]", "gives-up")
     page.click("details.judge-start button.primary")

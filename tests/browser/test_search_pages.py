@@ -26,6 +26,7 @@ def test_search_open_label_filter_export(browser_page, live_server, team, corpus
     page.fill("input[name=description]", "the agent stops trying")
     page.click("form.label-form button.primary")
     page.wait_for_selector("table.labels-table a.label-chip")
+    page.screenshot(path=f"{screenshot_dir}/labels.png", full_page=True)
 
     page.goto(f"{live_server.url}/p/demo/search/")
     page.fill("input[name=q]", '"give up"')
