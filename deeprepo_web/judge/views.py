@@ -78,15 +78,15 @@ def judge_new(request: HttpRequest, slug: str) -> HttpResponse:
     return redirect("judge_job", slug, job.public_id)
 
 
-def _job(request: HttpRequest, slug: str, job_id: str, *, write: bool = False) -> JudgeJob:
+def _job(request: HttpRequest, slug: str, judge_id: str, *, write: bool = False) -> JudgeJob:
     project, _ = access.project_for_user(request.user, slug, role="editor" if write else "viewer")
-    return get_object_or_404(JudgeJob.objects.select_related("label", "project"), project=project, public_id=job_id)
+    return get_object_or_404(JudgeJob.objects.select_related("label", "project"), project=project, public_id=judge_id)
 
 
 @require_safe
 @login_required
-def judge_job(request: HttpRequest, slug: str, job_id: str) -> HttpResponse:
-    job = _job(request, slug, job_id)
+def judge_job(request: HttpRequest, slug: str, judge_id: str) -> HttpResponse:
+    job = _job(request, slug, judge_id)
     verdicts = list(job.verdicts.select_related("rollout__run").order_by("-answer", "id")[:500])
     marks = {m.rollout_id: m for m in Mark.objects.filter(label=job.label, rollout_id__in=[v.rollout_id for v in verdicts])}
     rows: list[dict[str, Any]] = [{"v": v, "mark": marks.get(v.rollout_id)} for v in verdicts]
@@ -101,13 +101,13 @@ def judge_job(request: HttpRequest, slug: str, job_id: str) -> HttpResponse:
 
 @require_POST
 @login_required
-def judge_cancel(request: HttpRequest, slug: str, job_id: str) -> HttpResponse:
-    services.judge_cancel(job=_job(request, slug, job_id, write=True))
-    return redirect("judge_job", slug, job_id)
+def judge_cancel(request: HttpRequest, slug: str, judge_id: str) -> HttpResponse:
+    services.judge_cancel(job=_job(request, slug, judge_id, write=True))
+    return redirect("judge_job", slug, judge_id)
 
 
 @require_POST
 @login_required
-def judge_resume(request: HttpRequest, slug: str, job_id: str) -> HttpResponse:
-    services.judge_resume(job=_job(request, slug, job_id, write=True))
-    return redirect("judge_job", slug, job_id)
+def judge_resume(request: HttpRequest, slug: str, judge_id: str) -> HttpResponse:
+    services.judge_resume(job=_job(request, slug, judge_id, write=True))
+    return redirect("judge_job", slug, judge_id)
