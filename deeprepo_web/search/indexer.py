@@ -40,23 +40,26 @@ def _window(cur: object, src: str, start: int, end: int) -> int:
 
 
 def search_index_update(*, budget_seconds: float = 20.0) -> int:
-    """Index what arrived since the last pass (within about `budget_seconds`); returns rows added."""
+    """Index what arrived since the last pass, each source within its share of `budget_seconds` (so
+    a flood of turns never starves tool calls); returns the rows added."""
     added = 0
-    deadline = time.monotonic() + budget_seconds
+    share = budget_seconds / len(TABLES)
     for src, table in TABLES.items():
+        deadline = time.monotonic() + share
         with transaction.atomic(), connection.cursor() as cur:
             # One pass per source at a time: a second worker waits here rather than doing it twice.
             cur.execute("SELECT pg_advisory_xact_lock(hashtext('deeprepo.search.index.' || %s))", [src])
             cur.execute("SELECT last_id FROM search_watermark WHERE src = %s", [src])
             row = cur.fetchone()
-            last = row[0] if row else 0
             cur.execute(f"SELECT coalesce(max(id), 0) FROM {table}")
             top = cur.fetchone()[0]
-            start = max(0, min(last, top) - SLACK)
+            last = min(row[0] if row else 0, top)
+            start = max(0, last - SLACK)
             while start < top and time.monotonic() < deadline:
                 end = min(top, start + WINDOW)
                 added += _window(cur, src, start, end)
                 start = end
+            # Never backwards: a pass out of time before it passed the old mark keeps the old mark.
             cur.execute("INSERT INTO search_watermark (src, last_id) VALUES (%s, %s) "
-                        "ON CONFLICT (src) DO UPDATE SET last_id = EXCLUDED.last_id", [src, start])
+                        "ON CONFLICT (src) DO UPDATE SET last_id = EXCLUDED.last_id", [src, max(last, start)])
     return added

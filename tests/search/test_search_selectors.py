@@ -152,3 +152,13 @@ def test_searches_can_use_their_index(team, corpus, params, index):
         cur.execute(f"EXPLAIN SELECT d.obj FROM search_doc d WHERE {match}", match_params)
         plan = "\n".join(row[0] for row in cur.fetchall())
     assert index in plan
+
+
+def test_an_index_pass_out_of_time_keeps_its_watermark(team, corpus):
+    from deeprepo_web.search.indexer import search_index_update
+    from deeprepo_web.search.models import Watermark
+
+    before = dict(Watermark.objects.values_list("src", "last_id"))
+    assert before["turn"] > 0
+    search_index_update(budget_seconds=0)  # no time for any window
+    assert dict(Watermark.objects.values_list("src", "last_id")) == before
