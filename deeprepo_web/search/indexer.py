@@ -63,3 +63,14 @@ def search_index_update(*, budget_seconds: float = 20.0) -> int:
             cur.execute("INSERT INTO search_watermark (src, last_id) VALUES (%s, %s) "
                         "ON CONFLICT (src) DO UPDATE SET last_id = EXCLUDED.last_id", [src, max(last, start)])
     return added
+
+
+def search_index_lag() -> int:
+    """Rows logged but not yet searchable (approximate: ids past each source's watermark)."""
+    with connection.cursor() as cur:
+        parts = " + ".join(
+            f"greatest(0, (SELECT coalesce(max(id), 0) FROM {table}) - "
+            f"coalesce((SELECT last_id FROM search_watermark WHERE src = '{src}'), 0))"
+            for src, table in TABLES.items())
+        cur.execute(f"SELECT {parts}")
+        return int(cur.fetchone()[0])

@@ -24,6 +24,7 @@ from deeprepo_web.labels.services import LabelError, marks_bulk_create
 from deeprepo_web.runs.models import Run
 from deeprepo_web.search import exports
 from deeprepo_web.search.chart import HEIGHT, WIDTH, chart_rows
+from deeprepo_web.search.indexer import search_index_lag
 from deeprepo_web.search.selectors import (
     SearchFailed,
     search_counts,
@@ -69,6 +70,7 @@ def search(request: HttpRequest, slug: str) -> HttpResponse:
         "runs": Run.objects.filter(project=project).order_by("-created_at").only("public_id", "name")[:500],
         "labels": Label.objects.filter(project=project).order_by("name"),
         "can_write": membership.allows("editor"),
+        "lag": search_index_lag(),
     }
     if is_htmx(request, "search-results"):
         return render(request, "search/search.html#results", ctx)
