@@ -18,6 +18,7 @@ from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.api.auth import read_auth
 from deeprepo_web.front.http import MAX_PAGE
+from deeprepo_web.labels.selectors import marks_for_rollouts
 from deeprepo_web.search.selectors import SearchFailed, search_page, search_scope
 from deeprepo_web.search.spec import spec_parse
 
@@ -37,6 +38,7 @@ def search(request: HttpRequest, slug: str, page: int = 1, per_page: int = 50) -
                                         per_page=max(1, min(per_page, 200)))
     except SearchFailed as exc:
         raise HttpError(422, str(exc)) from exc
+    marks = marks_for_rollouts([r.rollout.pk for r in results])
     out = []
     for r in results:
         url = reverse("trajectory", args=[slug, r.rollout.run.public_id, r.rollout.pk])
@@ -45,6 +47,7 @@ def search(request: HttpRequest, slug: str, page: int = 1, per_page: int = 50) -
             "rollout_id": r.rollout.pk, "run": r.rollout.run.public_id, "step": r.rollout.step,
             "reward": r.rollout.reward, "example": r.rollout.example.key, "hits": r.hits, "turn_index": turn,
             "url": url if turn is None else f"{url}?upto={turn}#turn-{turn}",
+            "labels": sorted({m.label.name for m in marks.get(r.rollout.pk, [])}),
             # The snippet as plain text (the <mark> of the page dropped) and as the page's escaped HTML.
             "snippets": [{"where": s.where, "turn_index": s.turn_index, "text": html.unescape(strip_tags(s.html)),
                           "html": str(s.html)} for s in r.snippets],

@@ -16,6 +16,7 @@ def test_api_returns_results_with_turn_urls(api, corpus):
     first = ids[corpus.ids["giveup"]]
     assert first["turn_index"] == 2 and first["url"].endswith("?upto=2#turn-2")
     assert first["snippets"][0]["text"] == "I give up on this task."
+    assert first["labels"] == []
 
 
 def test_api_other_key_gets_404_and_bad_regex_422(api, other_api, corpus):
