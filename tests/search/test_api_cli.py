@@ -7,7 +7,12 @@ import pytest
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_api_returns_results_with_turn_urls(api, corpus):
+def test_api_returns_results_with_turn_urls(api, team, corpus):
+    from deeprepo_web.labels.services import label_create, mark_create
+    from deeprepo_web.runs.models import Rollout
+
+    label = label_create(project=team.project, name="gives-up")
+    mark_create(label=label, rollout=Rollout.objects.get(pk=corpus.ids["giveup"]), user=team.editor)
     res = api.get("/projects/demo/search", q="give up")
     assert res.status_code == 200
     body = res.json()
@@ -16,7 +21,8 @@ def test_api_returns_results_with_turn_urls(api, corpus):
     first = ids[corpus.ids["giveup"]]
     assert first["turn_index"] == 2 and first["url"].endswith("?upto=2#turn-2")
     assert first["snippets"][0]["text"] == "I give up on this task."
-    assert first["labels"] == []
+    assert first["labels"] == ["gives-up"]
+    assert ids[corpus.ids["second-giveup"]]["labels"] == []
 
 
 def test_api_other_key_gets_404_and_bad_regex_422(api, other_api, corpus):
