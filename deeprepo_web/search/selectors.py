@@ -16,7 +16,7 @@ from deeprepo_web.accounts.models import Project
 from deeprepo_web.labels.models import Label
 from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
 from deeprepo_web.search import sql as S
-from deeprepo_web.search.snippets import find, pattern_for, snippet_html
+from deeprepo_web.search.snippets import find, pattern_for, snippet_html, snippet_text
 from deeprepo_web.search.spec import SearchSpec
 
 PAGE_TIMEOUT_MS = 10_000
@@ -136,17 +136,40 @@ def search_page(*, scope: Scope, spec: SearchSpec, page: int = 1, per_page: int 
     for r in rollouts.values():
         r.run = scope.runs[r.run_id]
     texts = _hit_texts([h for r in rows for h in (r[2] or [])])
-    pattern = pattern_for(spec)
     results = []
     for rollout_id, hits, firsts in rows:
         result = Result(rollout=rollouts[rollout_id], hits=hits)
-        for key in firsts or []:
-            if key in texts:
-                where, turn_index, candidates = texts[key]
-                text = next((t for t in candidates if find(t, pattern)), candidates[0] if candidates else "")
-                result.snippets.append(Snippet(where, turn_index, snippet_html(text, pattern)))
+        result.snippets = [Snippet(texts[key][0], texts[key][1], SafeString("")) for key in firsts or []
+                           if key in texts]
         results.append(result)
+    _fill_snippets(results, [texts[key][2] for r in rows for key in (r[2] or []) if key in texts], spec)
     return results, has_next
+
+
+def _regex_spans(spec: SearchSpec, texts: list[str]) -> list[tuple[int, int] | None]:
+    """Where Postgres's regex engine (not Python's) finds the pattern in each text."""
+    if not texts:
+        return []
+    rows = _run("SELECT regexp_instr(t, %s, 1, 1, 0, 'i'), regexp_instr(t, %s, 1, 1, 1, 'i') "
+                "FROM unnest(%s::text[]) WITH ORDINALITY u(t, n) ORDER BY n", [spec.q, spec.q, texts],
+                PAGE_TIMEOUT_MS)
+    return [(a - 1, b - 1) if a else None for a, b in rows]
+
+
+def _fill_snippets(results: list[Result], candidates: list[list[str]], spec: SearchSpec) -> None:
+    """Each snippet from the first of its texts that holds the match (else the first text)."""
+    pattern = pattern_for(spec)
+    plain = [[snippet_text(t) for t in texts] for texts in candidates]
+    flat = [t for texts in plain for t in texts]
+    spans = iter(_regex_spans(spec, flat) if spec.mode == "regex" else [None] * len(flat))
+    located = [[(t, next(spans)) for t in texts] for texts in plain]
+    snippets = [s for r in results for s in r.snippets]
+    for snippet, options in zip(snippets, located, strict=True):
+        if spec.mode == "regex":
+            text, span = next(((t, sp) for t, sp in options if sp), options[0] if options else ("", None))
+        else:
+            text, span = next(((t, None) for t, _ in options if find(t, pattern)), options[0] if options else ("", None))
+        snippet.html = snippet_html(text, pattern, span)
 
 
 def _hit_texts(keys: list[str]) -> dict[str, tuple[str, int | None, list[str]]]:

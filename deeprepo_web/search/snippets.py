@@ -25,16 +25,14 @@ def plain(text: str) -> str:
 
 
 def pattern_for(spec: SearchSpec) -> re.Pattern[str] | None:
-    """The Python pattern that finds what the database matched (close enough to highlight)."""
-    if not spec.q:
+    """The Python pattern that finds what the database matched (close enough to highlight).
+
+    None for a regular expression: a user's pattern never runs in Python's backtracking engine (one
+    like (a+)+$ would hang the worker); Postgres locates it instead (selectors._regex_spans)."""
+    if not spec.q or spec.mode == "regex":
         return None
     if spec.mode == "substring":
         return re.compile(re.escape(spec.q), re.IGNORECASE)
-    if spec.mode == "regex":
-        try:
-            return re.compile(spec.q, re.IGNORECASE)
-        except (re.error, RecursionError, OverflowError):
-            return None  # Postgres's regex dialect is not Python's: show the start instead
     # Words: every word of the query that is not negated or an operator, as a whole word.
     terms = [t for part in re.findall(r'-?"[^"]*"|-?\S+', spec.q) if not part.startswith("-")
              for t in _WORD.findall(part) if t.lower() != "or"]
@@ -53,21 +51,27 @@ def find(text: str, pattern: re.Pattern[str] | None) -> re.Match[str] | None:
         return None
 
 
-def snippet_html(text: str, pattern: re.Pattern[str] | None) -> SafeString:
-    text = plain(text[:100_000])
-    hit = find(text, pattern)
-    if hit is None or hit.end() == hit.start():
+def snippet_text(text: str) -> str:
+    """What a snippet is cut from (spans are positions in this)."""
+    return plain(text[:100_000])
+
+
+def snippet_html(text: str, pattern: re.Pattern[str] | None, span: tuple[int, int] | None = None) -> SafeString:
+    """`text` from snippet_text; the match is `span` when given, else the pattern's matches."""
+    if span is None:
+        hit = find(text, pattern)
+        span = (hit.start(), hit.end()) if hit is not None else None
+    if span is None or span[1] <= span[0]:
         head = text[: BEFORE + AFTER]
         return mark_safe(escape(head) + ("…" if len(text) > len(head) else ""))  # noqa: S308 (escaped)
-    start = max(0, hit.start() - BEFORE)
-    end = min(len(text), hit.end() + AFTER)
+    start = max(0, span[0] - BEFORE)
+    end = min(len(text), span[1] + AFTER)
+    marks = [span] if pattern is None else [(m.start(), m.end()) for m in pattern.finditer(text, start, end)
+                                             if m.end() > m.start()]
     pieces = ["…" if start else ""]
     pos = start
-    assert pattern is not None
-    for m in pattern.finditer(text, start, end):
-        if m.end() == m.start():
-            break
-        pieces += [escape(text[pos:m.start()]), "<mark>", escape(m.group()), "</mark>"]
-        pos = m.end()
+    for a, b in marks:
+        pieces += [escape(text[pos:a]), "<mark>", escape(text[a:b]), "</mark>"]
+        pos = b
     pieces += [escape(text[pos:end]), "…" if end < len(text) else ""]
     return mark_safe("".join(pieces))  # noqa: S308 (every piece of the text is escaped)

@@ -162,3 +162,25 @@ def test_an_index_pass_out_of_time_keeps_its_watermark(team, corpus):
     assert before["turn"] > 0
     search_index_update(budget_seconds=0)  # no time for any window
     assert dict(Watermark.objects.values_list("src", "last_id")) == before
+
+
+def test_regex_snippet_is_located_by_postgres(team, corpus):
+    found = _find(team, corpus, q=r"bad id \d{5}", mode="regex")
+    assert "<mark>bad id 99812</mark>" in str(found["answer"].snippets[0].html)
+
+
+def test_a_backtracking_regex_never_runs_in_python(team, corpus):
+    import time
+
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.search.indexer import search_index_update
+
+    from .conftest import _turn, rec
+
+    rollouts_ingest(run=corpus.run, rollouts=[rec("ex-x", uid="xs", turns=[_turn("x" * 40 + " then xxy")])])
+    search_index_update()
+    corpus.ids["xs"] = corpus.run.rollouts.get(uid="xs").pk
+    t0 = time.monotonic()
+    found = _find(team, corpus, q="(x+x+)+y", mode="regex")  # 2^40 steps for a backtracking engine
+    assert time.monotonic() - t0 < 5
+    assert "xs" in found and "<mark>" in str(found["xs"].snippets[0].html)
