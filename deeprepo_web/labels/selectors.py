@@ -47,3 +47,12 @@ def marked_with(name: str) -> Q:
     """A rollout filter: it carries the label `name` (not rejected). For Rollout querysets."""
     marks = Mark.objects.filter(rollout=OuterRef("pk"), label__name=name).exclude(status=MarkStatus.REJECTED)
     return Q(Exists(marks))
+
+
+def marks_by_turn(*, rollout_id: int) -> dict[int, list[Mark]]:
+    out: dict[int, list[Mark]] = {}
+    marks = Mark.objects.filter(rollout_id=rollout_id, turn_index__isnull=False).exclude(
+        status=MarkStatus.REJECTED).select_related("label").order_by("label__name")
+    for m in marks:
+        out.setdefault(m.turn_index, []).append(m)  # type: ignore[arg-type]
+    return out

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.front.http import is_htmx, page_param
-from deeprepo_web.labels.selectors import label_names
+from deeprepo_web.labels.selectors import label_names, marks_by_turn
 from deeprepo_web.runs.models import Example, Rollout, ToolCall, Turn
 from deeprepo_web.storage import blob_get
 from deeprepo_web.trajectories import richtext, selectors
@@ -183,7 +183,8 @@ def _turn_window(request: HttpRequest) -> tuple[int, int]:
 def _turns_ctx(rollout: Rollout, start: int, limit: int) -> dict[str, Any]:
     turns, has_more = selectors.turn_views_page(rollout=rollout, start=start, limit=limit)
     next_from = turns[-1].turn.index + 1 if turns else start
-    return {"turns": turns, "has_more": has_more, "next_from": next_from, "from": start}
+    return {"turns": turns, "has_more": has_more, "next_from": next_from, "from": start,
+            "turn_marks": marks_by_turn(rollout_id=rollout.pk)}
 
 
 @require_safe

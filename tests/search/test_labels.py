@@ -48,6 +48,8 @@ def test_mark_a_turn_with_a_note_then_remove_it(client, team, corpus):
     assert (mark.rollout_id, mark.turn_index, mark.created_by, mark.note) == (rid, 2, team.editor, "<b>says so</b>")
     page = client.get(reverse("trajectory", args=["demo", corpus.run.public_id, rid])).content.decode()
     assert 'href="#turn-2">turn #2</a>' in page and "&lt;b&gt;says so&lt;/b&gt;" in page
+    turn2 = page[page.index('id="turn-2"'):]
+    assert '>gives-up</span>' in turn2[:1500]  # the chip on the turn itself
     assert client.post(url, {"label": "gives-up", "turn": "99"}).status_code == 400  # no such turn
     client.post(reverse("mark_delete", args=["demo", mark.pk]))
     assert not Mark.objects.exists()

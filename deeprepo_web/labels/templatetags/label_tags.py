@@ -35,3 +35,9 @@ def text_colour(colour: str) -> str:
     except (ValueError, IndexError):
         return "#000"
     return "#000" if (0.299 * r + 0.587 * g + 0.114 * b) > 150 else "#fff"
+
+
+@register.filter
+def marks_at(turn_marks: dict[int, list[Any]] | None, index: int) -> list[Any]:
+    """The marks on turn `index`, from a view's {turn index: marks} (absent on pages without it)."""
+    return (turn_marks or {}).get(index, [])
