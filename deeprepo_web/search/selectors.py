@@ -104,11 +104,29 @@ def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: 
 WALK_AFTER_HITS = 20_000
 
 
+# Substrings and regexes try the walk first for this long: counting their hits through the trigram
+# index costs more than the walk itself when the text is common (0: never walk first).
+WALK_FIRST_MS = 400
+
+
 def _walk(spec: SearchSpec) -> bool:
     if not spec.q:
         return False
     sql, params = S.hits_capped(spec, WALK_AFTER_HITS)
     return bool(_run(sql, params, PAGE_TIMEOUT_MS)[0][0] >= WALK_AFTER_HITS)
+
+
+def _page_rows(scope: Scope, spec: SearchSpec, page: int, per_page: int) -> list[tuple[Any, ...]]:
+    window = [per_page + 1, (page - 1) * per_page]
+    if spec.q and spec.mode != "words" and WALK_FIRST_MS > 0:
+        sql, params = _matches_sql(scope, spec, walk=True)
+        try:
+            return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], WALK_FIRST_MS)
+        except SearchFailed as exc:
+            if not isinstance(exc.__cause__, OperationalError):
+                raise  # a bad pattern: say so rather than try again
+    sql, params = _matches_sql(scope, spec, walk=_walk(spec))
+    return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], PAGE_TIMEOUT_MS)
 
 
 def _run(sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
@@ -127,8 +145,7 @@ def _run(sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
 def search_page(*, scope: Scope, spec: SearchSpec, page: int = 1, per_page: int = 50) -> tuple[list[Result], bool]:
     if scope.empty or not spec.narrowed:
         return [], False
-    sql, params = _matches_sql(scope, spec, walk=_walk(spec))
-    rows = _run(f"{sql} LIMIT %s OFFSET %s", [*params, per_page + 1, (page - 1) * per_page], PAGE_TIMEOUT_MS)
+    rows = _page_rows(scope, spec, page, per_page)
     has_next = len(rows) > per_page
     rows = rows[:per_page]
     rollouts = Rollout.objects.select_related("example").defer("metrics", "reward_components").in_bulk(
