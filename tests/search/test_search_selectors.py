@@ -202,3 +202,20 @@ def test_a_walk_out_of_time_falls_back_to_the_index(team, corpus, monkeypatch):
     monkeypatch.setattr(selectors, "_run", slow_walk)
     assert set(_find(team, corpus, q="job-4812", mode="substring")) == {"toolerr"}
     assert timeouts == [selectors.WALK_FIRST_MS]
+
+
+def test_a_wrong_estimate_runs_out_of_time_and_the_other_way_answers(team, corpus, monkeypatch):
+    from deeprepo_web.search import selectors
+
+    real_run = selectors._run
+    guesses = []
+
+    def guess_too_slow(sql, params, timeout_ms):
+        if timeout_ms == selectors.GUESS_MS:
+            guesses.append(sql)
+            return real_run("SELECT pg_sleep(1)", [], 200)
+        return real_run(sql, params, timeout_ms)
+
+    monkeypatch.setattr(selectors, "_run", guess_too_slow)
+    assert set(_find(team, corpus, q="give up")) == {"giveup", "second-giveup"}
+    assert len(guesses) == 1
