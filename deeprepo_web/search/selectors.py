@@ -104,46 +104,24 @@ def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: 
 WALK_AFTER_HITS = 20_000
 
 
-# Substrings and regexes try the walk first for this long: counting their hits through the trigram
-# index costs more than the walk itself when the text is common (0: never walk first).
-WALK_FIRST_MS = 400
-# How long the way the estimate picked may take before the other way is tried.
+# The hit count that decides gets this long: a count still running then means many hits.
+COUNT_MS = 150
+# How long the way the count picked may take before the other way is tried.
 GUESS_MS = 3000
 
 
 def _walk(spec: SearchSpec) -> bool:
-    """Whether many bodies match, by the planner's estimate (its word statistics): counting the hits
-    of two common words through the index took longer than the walk itself (0.4 s at 1M rollouts)."""
+    """Whether many bodies match: count them through the index, up to WALK_AFTER_HITS and for at most
+    COUNT_MS (counting two common words at 1M rollouts took 0.4 s, longer than the walk itself)."""
     if not spec.q:
         return False
-    match, params = S.doc_match(spec)
-    with connection.cursor() as cur:
-        cur.execute(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM search_doc d WHERE d.src = ANY(%s) AND {match}",
-                    [S.sources_for(spec), *params])
-        plan = cur.fetchone()[0]
-    plan = json.loads(plan) if isinstance(plan, str) else plan
-    return bool(plan[0]["Plan"]["Plan Rows"] >= WALK_AFTER_HITS)
-
-
-def _page_rows(scope: Scope, spec: SearchSpec, page: int, per_page: int) -> list[tuple[Any, ...]]:
-    window = [per_page + 1, (page - 1) * per_page]
-    if spec.q and spec.mode != "words" and WALK_FIRST_MS > 0:
-        sql, params = _matches_sql(scope, spec, walk=True)
-        try:
-            return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], WALK_FIRST_MS)
-        except SearchFailed as exc:
-            if not isinstance(exc.__cause__, OperationalError):
-                raise  # a bad pattern: say so rather than try again
-    walk = _walk(spec)
-    sql, params = _matches_sql(scope, spec, walk=walk)
+    sql, params = S.hits_capped(spec, WALK_AFTER_HITS)
     try:
-        # An estimate can be wrong: the other way gets the rest of the time.
-        return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], GUESS_MS if spec.q else PAGE_TIMEOUT_MS)
+        return bool(_run(sql, params, COUNT_MS)[0][0] >= WALK_AFTER_HITS)
     except SearchFailed as exc:
-        if not spec.q or not isinstance(exc.__cause__, OperationalError):
+        if not isinstance(exc.__cause__, OperationalError):
             raise
-    sql, params = _matches_sql(scope, spec, walk=not walk)
-    return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], PAGE_TIMEOUT_MS)
+        return True
 
 
 def _run(sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
@@ -157,8 +135,22 @@ def _run(sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
     except DataError as exc:  # invalid regular expression, bad tsquery
         raise SearchFailed(f"the database refused the search: {str(exc).splitlines()[0]}") from exc
     except OperationalError as exc:  # statement timeout
-        raise SearchFailed(f"the search took longer than {timeout_ms // 1000} s; narrow it (a run, steps, "
+        raise SearchFailed(f"the search took longer than {timeout_ms / 1000:g} s; narrow it (a run, steps, "
                            "a rarer phrase)") from exc
+
+
+def _page_rows(scope: Scope, spec: SearchSpec, page: int, per_page: int) -> list[tuple[Any, ...]]:
+    window = [per_page + 1, (page - 1) * per_page]
+    walk = _walk(spec)
+    sql, params = _matches_sql(scope, spec, walk=walk)
+    try:
+        return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], GUESS_MS if spec.q else PAGE_TIMEOUT_MS)
+    except SearchFailed as exc:
+        if not spec.q or not isinstance(exc.__cause__, OperationalError):
+            raise
+    # The count's guess was wrong (or the page is deep): the other way gets the rest of the time.
+    sql, params = _matches_sql(scope, spec, walk=not walk)
+    return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], PAGE_TIMEOUT_MS)
 
 
 def search_page(*, scope: Scope, spec: SearchSpec, page: int = 1, per_page: int = 50) -> tuple[list[Result], bool]:

@@ -84,6 +84,13 @@ def hits_sql(spec: SearchSpec, *, run_ids: list[int], outer: bool = False) -> Sq
     return " UNION ALL ".join(parts), out_params
 
 
+def hits_capped(spec: SearchSpec, cap: int) -> Sql:
+    """How many bodies match, counting no further than `cap`."""
+    match, params = doc_match(spec)
+    return (f"SELECT count(*) FROM (SELECT 1 FROM search_doc d WHERE d.src = ANY(%s) AND {match} "
+            f"LIMIT {int(cap)}) x", [sources_for(spec), *params])
+
+
 def rollout_filters(spec: SearchSpec, *, run_ids: list[int], label_id: int | None) -> Sql:
     """Conditions on `r` (runs_rollout): the run set and the filters around the search."""
     conds = ["r.run_id = ANY(%s)"]

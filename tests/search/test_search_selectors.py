@@ -130,7 +130,6 @@ def test_new_rollouts_are_searchable_after_the_index_pass(team, corpus):
 def test_walking_the_rollouts_finds_what_the_indexes_find(team, corpus, monkeypatch, params):
     from deeprepo_web.search import selectors
 
-    monkeypatch.setattr(selectors, "WALK_FIRST_MS", 0)  # substrings and regexes: no walk first
     by_index = {k: (r.hits, r.turn_index) for k, r in _find(team, corpus, **params).items()}
     monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 1)  # every search counts as common: walk
     walked = {k: (r.hits, r.turn_index) for k, r in _find(team, corpus, **params).items()}
@@ -187,24 +186,7 @@ def test_a_backtracking_regex_never_runs_in_python(team, corpus):
     assert "xs" in found and "<mark>" in str(found["xs"].snippets[0].html)
 
 
-def test_a_walk_out_of_time_falls_back_to_the_index(team, corpus, monkeypatch):
-    from deeprepo_web.search import selectors
-
-    real_run = selectors._run
-    timeouts = []
-
-    def slow_walk(sql, params, timeout_ms):
-        if timeout_ms == selectors.WALK_FIRST_MS:  # make the walk itself exceed its budget
-            timeouts.append(timeout_ms)
-            return real_run("SELECT pg_sleep(1)", [], timeout_ms)
-        return real_run(sql, params, timeout_ms)
-
-    monkeypatch.setattr(selectors, "_run", slow_walk)
-    assert set(_find(team, corpus, q="job-4812", mode="substring")) == {"toolerr"}
-    assert timeouts == [selectors.WALK_FIRST_MS]
-
-
-def test_a_wrong_estimate_runs_out_of_time_and_the_other_way_answers(team, corpus, monkeypatch):
+def test_a_wrong_guess_runs_out_of_time_and_the_other_way_answers(team, corpus, monkeypatch):
     from deeprepo_web.search import selectors
 
     real_run = selectors._run
@@ -219,3 +201,18 @@ def test_a_wrong_estimate_runs_out_of_time_and_the_other_way_answers(team, corpu
     monkeypatch.setattr(selectors, "_run", guess_too_slow)
     assert set(_find(team, corpus, q="give up")) == {"giveup", "second-giveup"}
     assert len(guesses) == 1
+
+
+def test_a_count_out_of_time_means_many_hits(team, corpus, monkeypatch):
+    from deeprepo_web.search import selectors
+
+    real_run = selectors._run
+
+    def slow_count(sql, params, timeout_ms):
+        if timeout_ms == selectors.COUNT_MS:
+            return real_run("SELECT pg_sleep(1)", [], timeout_ms)
+        return real_run(sql, params, timeout_ms)
+
+    monkeypatch.setattr(selectors, "_run", slow_count)
+    assert selectors._walk(spec_parse({"q": "give up"})) is True
+    assert set(_find(team, corpus, q="job-4812", mode="substring")) == {"toolerr"}
