@@ -36,6 +36,9 @@ INSTALLED_APPS = [
     "deeprepo_web.trajectories",
     "deeprepo_web.compare",
     "deeprepo_web.otlp",
+    "deeprepo_web.labels",
+    "deeprepo_web.search",
+    "deeprepo_web.judge",
 ]
 
 MIDDLEWARE = [
@@ -169,6 +172,7 @@ DEEPREPO_JOB_SYNC_SECONDS = float(env_str("DEEPREPO_JOB_SYNC_SECONDS", "2"))
 # away at upload, or restarted empty), and a running one whose heartbeat stopped this long ago lost
 # its worker: beat sends either again.
 DEEPREPO_IMPORT_STALE_SECONDS = float(env_str("DEEPREPO_IMPORT_STALE_SECONDS", "120"))
+DEEPREPO_SEARCH_INDEX_SECONDS = float(env_str("DEEPREPO_SEARCH_INDEX_SECONDS", "5"))
 CELERY_BEAT_SCHEDULE = {
     "sync-jobs": {
         "task": "deeprepo.jobs.sync",
@@ -179,6 +183,9 @@ CELERY_BEAT_SCHEDULE = {
     "artifacts-cleanup": {"task": "deeprepo.artifacts_cleanup", "schedule": 15 * 60.0},
     # Looks a few times per window, so a lost import starts soon after it turns stale.
     "resend-imports": {"task": "deeprepo.imports.resend", "schedule": max(1.0, DEEPREPO_IMPORT_STALE_SECONDS / 4)},
+    # New turns, calls and answers become searchable this many seconds after ingest, at most.
+    "search-index": {"task": "deeprepo.search.index", "schedule": DEEPREPO_SEARCH_INDEX_SECONDS,
+                     "options": {"expires": DEEPREPO_SEARCH_INDEX_SECONDS * 2}},
 }
 # Dispatch retries of transient cluster errors: attempts in all, and the first backoff (doubles).
 DEEPREPO_JOB_DISPATCH_ATTEMPTS = env_int("DEEPREPO_JOB_DISPATCH_ATTEMPTS", 5)

@@ -1,5 +1,6 @@
 """`deeprepo sync DIR`: upload spooled runs. `deeprepo watch DIR`: follow a live output folder.
-`deeprepo import SOURCE`: send a W&B / MLflow / Trackio (or other) source through the API."""
+`deeprepo import SOURCE`: send a W&B / MLflow / Trackio (or other) source through the API.
+`deeprepo search QUERY`: search a project's trajectories."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from deeprepo_client import search
 from deeprepo_client.spool import Spool, spool_dirs
 from deeprepo_client.transport import Refused, ServerAway, Transport, drain
 
@@ -106,7 +108,14 @@ def main(argv: list[str] | None = None) -> int:
     imp.add_argument("source", help="a file or folder, or mlflow://HOST:PORT")
     imp.add_argument("--experiment", help="the MLflow experiment to pull (with mlflow://)")
     imp.set_defaults(func=cmd_import)
+    search.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "search":
+        transport = _transport(args)
+        try:
+            return search.cmd_search(args, transport)
+        finally:
+            transport.close()
     return int(args.func(args))
 
 

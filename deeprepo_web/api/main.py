@@ -18,6 +18,7 @@ from deeprepo_web.artifacts.services import ArtifactError
 from deeprepo_web.importers.api import router as imports_router
 from deeprepo_web.runs.api import router as runs_router
 from deeprepo_web.runs.services import IngestError
+from deeprepo_web.search.api import router as search_router
 
 
 class JsonParser(Parser):
@@ -60,3 +61,4 @@ _handle(storage.StorageError, 502)
 api.add_router("/v1", runs_router)
 api.add_router("/v1", imports_router)
 api.add_router("/v1", artifacts_router)
+api.add_router("/v1", search_router)

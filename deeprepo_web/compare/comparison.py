@@ -276,7 +276,9 @@ def comparison_build(*, runs: Sequence[Run], options: Options) -> Comparison:
         specs.append(_RowSpec("zero_rate", options.zero.label, _rate("zero"), "zero", 0, rel=False))
     rows = [_row(spec, data, options.baseline, boot) for spec in specs]
     pass_rows, k = _pass_rows(data, options, boot)
-    rows += [*pass_rows, _row(_N_ROW, data, options.baseline, boot)]
+    from deeprepo_web.labels.rates import label_rate_rows  # labels import compare's row types
+
+    rows += [*pass_rows, *label_rate_rows(data, options.baseline, boot), _row(_N_ROW, data, options.baseline, boot)]
     effects = [(e, boot.diff(data[e.a], data[e.b], data[e.a].reward, data[e.b].reward))
                for e in parse_effects(options.effects_query, len(data))]
     shared = set(data[0].example_keys)

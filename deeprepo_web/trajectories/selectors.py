@@ -41,6 +41,7 @@ class RolloutFilter:
     stop: str = ""
     has_error: bool | None = None
     truncated: bool | None = None
+    label: str = ""  # a label's name: rollouts that carry it (not rejected)
 
     def q(self) -> Q:
         q = Q()
@@ -58,6 +59,10 @@ class RolloutFilter:
             q &= ~Q(error="") if self.has_error else Q(error="")
         if self.truncated is not None:
             q &= Q(is_truncated=self.truncated)
+        if self.label:
+            from deeprepo_web.labels.selectors import marked_with
+
+            q &= marked_with(self.label)
         return q
 
 

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.front.http import is_htmx, page_param
+from deeprepo_web.labels.selectors import label_names, marks_by_turn
 from deeprepo_web.runs.models import Example, Rollout, ToolCall, Turn
 from deeprepo_web.storage import blob_get
 from deeprepo_web.trajectories import richtext, selectors
@@ -86,6 +87,7 @@ def parse_rollout_filter(params: Any) -> tuple[selectors.RolloutFilter, list[str
         stop=get("stop")[:200],
         has_error=_yes_no(get("error"), "error", errors),
         truncated=_yes_no(get("truncated"), "truncated", errors),
+        label=get("label")[:100],
     )
     return f, errors
 
@@ -116,8 +118,9 @@ def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         "errors": errors,
         "sort": sort,
         "stops": selectors.rollout_stop_conditions(run=run),
+        "labels": label_names(project=run.project),
         "filtered": any(request.GET.get(k) for k in ("step", "example", "reward_min", "reward_max", "stop",
-                                                      "error", "truncated")),
+                                                      "error", "truncated", "label")),
     }
     if is_htmx(request, "rollout-table"):
         return render(request, "trajectories/rollouts.html#table", ctx)
@@ -180,7 +183,8 @@ def _turn_window(request: HttpRequest) -> tuple[int, int]:
 def _turns_ctx(rollout: Rollout, start: int, limit: int) -> dict[str, Any]:
     turns, has_more = selectors.turn_views_page(rollout=rollout, start=start, limit=limit)
     next_from = turns[-1].turn.index + 1 if turns else start
-    return {"turns": turns, "has_more": has_more, "next_from": next_from, "from": start}
+    return {"turns": turns, "has_more": has_more, "next_from": next_from, "from": start,
+            "turn_marks": marks_by_turn(rollout_id=rollout.pk)}
 
 
 @require_safe

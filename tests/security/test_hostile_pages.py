@@ -232,6 +232,30 @@ def check_page(page: Any, url: str, origin: str, label: str) -> list[str]:
     return problems
 
 
+def _search_pages(team: Any, w: dict[str, Any], p: str) -> dict[str, str]:
+    """Search results, counts and labels over the hostile world; a label named by a hostile hand marks
+    the hostile rollout (its note too), so the trajectory and the search show its chip. The search pages
+    load their counts (htmx) while check_page waits."""
+    from urllib.parse import quote
+
+    from deeprepo_web.labels.services import label_create, mark_create
+    from deeprepo_web.search.indexer import search_index_update
+
+    search_index_update()  # what beat does after ingest
+    label = label_create(project=team.project, name=typed(100), colour="#d9480f", description=typed(500))
+    mark_create(label=label, rollout=Rollout.objects.get(pk=w["rollout"]), user=team.owner, note=typed(2000))
+    return {
+        "search_words": f"{p}/search/?q=script+pwned+onerror",
+        "search_substring": f"{p}/search/?q=__pwned&mode=substring",
+        "search_regex": f"{p}/search/?q=on(error|load)&mode=regex",
+        "search_prompt": f"{p}/search/?q=script&in=prompt",
+        "search_label": f"{p}/search/?label={quote(label.name)}",
+        "labels": f"{p}/labels/",
+        "judge": f"{p}/judge/",
+        "error_signatures": f"{p}/runs/{w['run']}/errors/",
+    }
+
+
 def test_hostile_content_is_inert_on_every_page(api, team, tmp_path, browser_page, live_server, screenshot_dir, client):
     w = build_world(api, team, tmp_path)
     p = f"/p/{team.project.slug}"
@@ -260,6 +284,7 @@ def test_hostile_content_is_inert_on_every_page(api, team, tmp_path, browser_pag
         "import": f"{p}/import/",
         "import_job": f"{p}/import/{w['import']}/",
         "settings": f"{p}/settings/",
+        **_search_pages(team, w, p),
     }
     only = os.environ.get("HOSTILE_ONLY")  # debugging aid: a comma-separated subset of the labels
     if only:

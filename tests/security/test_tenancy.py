@@ -20,6 +20,8 @@ from deeprepo_web.jobs.models import JobTemplate
 from deeprepo_web.jobs.services.clusters import cluster_save
 from deeprepo_web.jobs.services.launch import job_launch
 from deeprepo_web.jobs.services.templates import builtin_templates_ensure
+from deeprepo_web.judge.models import JudgeJob
+from deeprepo_web.labels.services import label_create, mark_create
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
 from deeprepo_web.runs.models import BlobRef, Example, Rollout, Run, ToolCall
 from deeprepo_web.runs.services import run_create
@@ -77,7 +79,13 @@ def world(team: Any, tmp_path: Any) -> dict[str, str]:
     # Never dispatched: the test transaction never commits, so the on-commit enqueue never fires.
     job = job_launch(project=team.project, template=template, cluster=cluster, params={}, user=team.owner)
     upload = ImportJob.objects.create(project=team.project, user=team.owner, source_name="x.jsonl", path="/nope")
+    label = label_create(project=team.project, name="found")
+    mark = mark_create(label=label, rollout=r, user=team.owner)
+    judge_job = JudgeJob.objects.create(project=team.project, rubric="r", label=label, status="cancelled")
     return {
+        "fmt": "jsonl",
+        "mark_id": str(mark.pk),
+        "judge_id": judge_job.public_id,
         "slug": team.project.slug,
         "run_id": run.public_id,
         "rollout_id": str(r.pk),

@@ -1,0 +1,58 @@
+"""Reads of labels: the marks of rollouts on a page, and label counts per run."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Exists, OuterRef, Q
+
+from deeprepo_web.accounts.models import Project
+from deeprepo_web.labels.models import Label, Mark, MarkStatus
+
+
+def marks_for_rollouts(rollout_ids: list[int]) -> dict[int, list[Mark]]:
+    out: dict[int, list[Mark]] = {}
+    if not rollout_ids:
+        return out
+    marks = Mark.objects.filter(rollout_id__in=rollout_ids).exclude(status=MarkStatus.REJECTED).select_related(
+        "label", "created_by").order_by("label__name", "turn_index")
+    for m in marks:
+        out.setdefault(m.rollout_id, []).append(m)
+    return out
+
+
+def label_list(*, project: Project) -> list[Label]:
+    """The project's labels with how many rollouts each marks (proposed ones apart)."""
+    return list(Label.objects.filter(project=project).annotate(
+        confirmed=Count("marks__rollout", filter=Q(marks__status=MarkStatus.CONFIRMED), distinct=True),
+        proposed=Count("marks__rollout", filter=Q(marks__status=MarkStatus.PROPOSED), distinct=True),
+    ).order_by("name"))
+
+
+def label_rates(*, run_ids: list[int], label: Label) -> dict[int, tuple[int, int]]:
+    """run id -> (rollouts with the label, rollouts): the "label rate" of compare."""
+    from deeprepo_web.runs.models import Rollout
+
+    totals = dict(Rollout.objects.filter(run_id__in=run_ids).values("run_id").annotate(n=Count("id"))
+                  .values_list("run_id", "n"))
+    marked = dict(Mark.objects.filter(label=label, rollout__run_id__in=run_ids).exclude(status=MarkStatus.REJECTED)
+                  .values("rollout__run_id").annotate(n=Count("rollout", distinct=True))
+                  .values_list("rollout__run_id", "n"))
+    return {run_id: (marked.get(run_id, 0), n) for run_id, n in totals.items()}
+
+
+def label_names(*, project: Project) -> list[str]:
+    return list(Label.objects.filter(project=project).order_by("name").values_list("name", flat=True))
+
+
+def marked_with(name: str) -> Q:
+    """A rollout filter: it carries the label `name` (not rejected). For Rollout querysets."""
+    marks = Mark.objects.filter(rollout=OuterRef("pk"), label__name=name).exclude(status=MarkStatus.REJECTED)
+    return Q(Exists(marks))
+
+
+def marks_by_turn(*, rollout_id: int) -> dict[int, list[Mark]]:
+    out: dict[int, list[Mark]] = {}
+    marks = Mark.objects.filter(rollout_id=rollout_id, turn_index__isnull=False).exclude(
+        status=MarkStatus.REJECTED).select_related("label").order_by("label__name")
+    for m in marks:
+        out.setdefault(m.turn_index, []).append(m)  # type: ignore[arg-type]
+    return out

@@ -1,0 +1,82 @@
+"""Writes of labels and marks. Callers have checked the editor role (accounts.access)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from itertools import islice
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+
+from deeprepo_web.accounts.models import Project
+from deeprepo_web.labels.models import Label, Mark, MarkStatus
+from deeprepo_web.runs.models import Rollout, Turn
+from deeprepo_web.text import clean_text
+
+COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
+BATCH = 2000
+
+
+class LabelError(Exception):
+    """One line for the user, naming the field that was wrong."""
+
+
+def label_create(*, project: Project, name: str, colour: str = "#6b7280", description: str = "") -> Label:
+    name = clean_text(name).strip()
+    if not name or len(name) > 100:
+        raise LabelError("name: give the label a name of 1 to 100 characters")
+    if not COLOUR.match(colour):
+        raise LabelError(f"colour: {colour[:20]!r} is not a colour like #d9480f")
+    try:
+        with transaction.atomic():
+            return Label.objects.create(project=project, name=name, colour=colour.lower(),
+                                        description=clean_text(description)[:5000])
+    except IntegrityError:
+        raise LabelError(f"name: the project already has a label named {name!r}") from None
+
+
+def mark_create(*, label: Label, rollout: Rollout, user: Any, turn_index: int | None = None, note: str = "",
+                status: str = MarkStatus.CONFIRMED, source: str = "person") -> Mark:
+    """Put `label` on the rollout (or one of its turns); the same mark twice updates its note."""
+    if label.project_id != rollout.run.project_id:
+        raise LabelError("label: not a label of this rollout's project")
+    if turn_index is not None and not Turn.objects.filter(rollout=rollout, index=turn_index).exists():
+        raise LabelError(f"turn: #{turn_index} is not a turn of this rollout")
+    mark, _ = Mark.objects.update_or_create(
+        label=label, rollout=rollout, turn_index=turn_index,
+        defaults={"run_id": rollout.run_id, "note": clean_text(note)[:5000], "status": status, "source": source,
+                  "created_by": user if getattr(user, "is_authenticated", False) else None},
+    )
+    return mark
+
+
+def mark_delete(*, mark: Mark) -> None:
+    mark.delete()
+
+
+def mark_review(*, mark: Mark, confirm: bool, user: Any) -> Mark:
+    """A person's word on a judge's verdict: confirmed, or rejected (kept, so it is not proposed again)."""
+    mark.status = MarkStatus.CONFIRMED if confirm else MarkStatus.REJECTED
+    mark.created_by = user
+    mark.save(update_fields=["status", "created_by"])
+    return mark
+
+
+def marks_bulk_create(*, label: Label, rollout_ids: Iterable[int], user: Any, note: str = "") -> int:
+    """Label every rollout of an iterator (a search's results) in batches; marks already there stay."""
+    user_id = user.pk if getattr(user, "is_authenticated", False) else None
+    added = 0
+    ids = iter(rollout_ids)
+    with transaction.atomic(), connection.cursor() as cur:
+        while batch := list(islice(ids, BATCH)):
+            # Only rollouts of the label's project: the ids came from a scoped search, this makes sure.
+            cur.execute(
+                "INSERT INTO labels_mark (label_id, rollout_id, run_id, turn_index, note, status, created_by_id, "
+                "source, created_at) SELECT %s, r.id, r.run_id, NULL, %s, 'confirmed', %s, 'person', now() FROM runs_rollout r "
+                "JOIN runs_run run ON run.id = r.run_id WHERE r.id = ANY(%s) AND run.project_id = %s "
+                "ON CONFLICT DO NOTHING",
+                [label.pk, clean_text(note), user_id, batch, label.project_id],
+            )
+            added += cur.rowcount
+    return added

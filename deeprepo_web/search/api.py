@@ -1,0 +1,56 @@
+"""Search API: GET /api/v1/projects/{slug}/search — the search page's results as JSON (any key of the
+project, or a member's session). Same parameters as the page: q, mode, in, run, step_min, step_max,
+reward_min, reward_max, tool, stop, label, page."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.utils.html import strip_tags
+from ninja import Router
+from ninja.errors import HttpError
+
+from deeprepo_web.accounts import access
+from deeprepo_web.accounts.models import Project
+from deeprepo_web.api.auth import read_auth
+from deeprepo_web.front.http import MAX_PAGE
+from deeprepo_web.labels.selectors import marks_for_rollouts
+from deeprepo_web.search.selectors import SearchFailed, search_page, search_scope
+from deeprepo_web.search.spec import spec_parse
+
+router = Router(tags=["search"])
+
+
+@router.get("/projects/{slug}/search", auth=read_auth)
+def search(request: HttpRequest, slug: str, page: int = 1, per_page: int = 50) -> dict[str, Any]:
+    project = get_object_or_404(Project.objects, slug=slug)
+    access.project_for_principal(request.auth, project)  # type: ignore[attr-defined]
+    spec = spec_parse(request.GET)
+    if not spec.narrowed:
+        raise HttpError(400, "q: give a search text (or a label / filter to list)")
+    scope = search_scope(project=project, spec=spec)
+    try:
+        results, has_next = search_page(scope=scope, spec=spec, page=max(1, min(page, MAX_PAGE)),
+                                        per_page=max(1, min(per_page, 200)))
+    except SearchFailed as exc:
+        raise HttpError(422, str(exc)) from exc
+    marks = marks_for_rollouts([r.rollout.pk for r in results])
+    out = []
+    for r in results:
+        url = reverse("trajectory", args=[slug, r.rollout.run.public_id, r.rollout.pk])
+        turn = r.turn_index
+        out.append({
+            "rollout_id": r.rollout.pk, "run": r.rollout.run.public_id, "step": r.rollout.step,
+            "reward": r.rollout.reward, "example": r.rollout.example.key, "hits": r.hits, "turn_index": turn,
+            "url": url if turn is None else f"{url}?upto={turn}#turn-{turn}",
+            "labels": sorted({m.label.name for m in marks.get(r.rollout.pk, [])}),
+            # The snippet as plain text (the <mark> of the page dropped) and as the page's escaped HTML.
+            "snippets": [{"where": s.where, "turn_index": s.turn_index, "text": html.unescape(strip_tags(s.html)),
+                          "html": str(s.html)} for s in r.snippets],
+        })
+    return {"results": out, "has_next": has_next, "page": page, "warnings": spec.errors}
+

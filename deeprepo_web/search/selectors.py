@@ -1,0 +1,254 @@
+"""Search reads: one page of matching rollouts with snippets, counts per run and step, and every
+matching rollout id for bulk labels and exports (a server-side cursor, never a list in memory)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import DataError, connection, transaction
+from django.db.utils import OperationalError
+from django.utils.safestring import SafeString
+
+from deeprepo_web.accounts.models import Project
+from deeprepo_web.labels.models import Label
+from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
+from deeprepo_web.search import sql as S
+from deeprepo_web.search.snippets import find, pattern_for, snippet_html, snippet_text
+from deeprepo_web.search.spec import SearchSpec
+
+PAGE_TIMEOUT_MS = 10_000
+COUNTS_TIMEOUT_MS = 20_000
+SNIPPETS_PER_ROLLOUT = 3
+
+
+class SearchFailed(Exception):
+    """A search Postgres refused (a bad regular expression) or gave up on (too slow): one line for the user."""
+
+
+@dataclass
+class Scope:
+    project: Project
+    runs: dict[int, Run]
+    label_id: int | None
+    empty: bool = False  # a filter named something that does not exist: nothing can match
+
+    @property
+    def run_ids(self) -> list[int]:
+        return list(self.runs)
+
+
+@dataclass
+class Snippet:
+    where: str
+    turn_index: int | None
+    html: SafeString
+
+
+@dataclass
+class Result:
+    rollout: Rollout
+    hits: int
+    snippets: list[Snippet] = field(default_factory=list)
+
+    @property
+    def turn_index(self) -> int | None:
+        return next((s.turn_index for s in self.snippets if s.turn_index is not None), None)
+
+
+def search_scope(*, project: Project, spec: SearchSpec) -> Scope:
+    runs = Run.objects.filter(project=project)
+    if spec.run:
+        runs = runs.filter(public_id=spec.run)
+    by_id = {r.pk: r for r in runs.only("id", "public_id", "name", "project_id", "kind")}
+    label_id = None
+    empty = not by_id
+    if spec.run and not by_id:
+        spec.errors.append(f"run: no run {spec.run!r} in this project")
+    if spec.label:
+        label_id = Label.objects.filter(project=project, name=spec.label).values_list("id", flat=True).first()
+        if label_id is None:
+            spec.errors.append(f"label: no label named {spec.label!r} in this project")
+            empty = True
+    return Scope(project=project, runs=by_id, label_id=label_id, empty=empty)
+
+
+def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: bool = False) -> S.Sql:
+    """(rollout_id, hits, first hits as 'src:obj' strings) of every matching rollout, newest first.
+
+    `walk`: go through the filtered rollouts newest first and look for hits in each (a LATERAL
+    subquery on the per-rollout indexes), stopping at the page's end: fast when many rollouts match.
+    Otherwise the GIN indexes find every hit first: fast when few do."""
+    where, params = S.rollout_filters(spec, run_ids=scope.run_ids, label_id=scope.label_id)
+    order = " ORDER BY r.id DESC" if ordered else ""
+    if not spec.q:
+        return f"SELECT r.id, 0, ARRAY[]::text[] FROM runs_rollout r WHERE {where}{order}", params
+    hits, hit_params = S.hits_sql(spec, run_ids=scope.run_ids, outer=walk)
+    agg = (f"count(*) AS n, (array_agg(m.src || ':' || m.obj ORDER BY m.turn_index NULLS FIRST, m.obj))"
+           f"[1:{SNIPPETS_PER_ROLLOUT}] AS firsts")
+    if walk:
+        return (f"SELECT r.id, h.n, h.firsts FROM runs_rollout r CROSS JOIN LATERAL (SELECT {agg} "
+                f"FROM ({hits}) m(rollout_id, turn_index, src, obj)) h WHERE {where} AND h.n > 0{order}",
+                hit_params + params)
+    return (
+        f"SELECT m.rollout_id, {agg} "
+        f"FROM ({hits}) m(rollout_id, turn_index, src, obj) JOIN runs_rollout r ON r.id = m.rollout_id WHERE {where} "
+        "GROUP BY m.rollout_id" + (" ORDER BY m.rollout_id DESC" if ordered else ""),
+        hit_params + params,
+    )
+
+
+# Past this many hits, walking the rollouts newest first finds a page sooner than collecting every hit.
+WALK_AFTER_HITS = 20_000
+
+
+# The hit count that decides gets this long: a count still running then means many hits.
+COUNT_MS = 150
+# How long the way the count picked may take before the other way is tried.
+GUESS_MS = 3000
+
+
+def _walk(spec: SearchSpec) -> bool:
+    """Whether many bodies match: count them through the index, up to WALK_AFTER_HITS and for at most
+    COUNT_MS (counting two common words at 1M rollouts took 0.4 s, longer than the walk itself)."""
+    if not spec.q:
+        return False
+    sql, params = S.hits_capped(spec, WALK_AFTER_HITS)
+    try:
+        return bool(_run(sql, params, COUNT_MS)[0][0] >= WALK_AFTER_HITS)
+    except SearchFailed as exc:
+        if not isinstance(exc.__cause__, OperationalError):
+            raise
+        return True
+
+
+def _run(sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
+    try:
+        with transaction.atomic(), connection.cursor() as cur:
+            cur.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
+            # Parallel workers cost more to start than these bounded queries take (2 busy cores).
+            cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            cur.execute(sql, params)
+            return list(cur.fetchall())
+    except DataError as exc:  # invalid regular expression, bad tsquery
+        raise SearchFailed(f"the database refused the search: {str(exc).splitlines()[0]}") from exc
+    except OperationalError as exc:  # statement timeout
+        raise SearchFailed(f"the search took longer than {timeout_ms / 1000:g} s; narrow it (a run, steps, "
+                           "a rarer phrase)") from exc
+
+
+def _page_rows(scope: Scope, spec: SearchSpec, page: int, per_page: int) -> list[tuple[Any, ...]]:
+    window = [per_page + 1, (page - 1) * per_page]
+    walk = _walk(spec)
+    sql, params = _matches_sql(scope, spec, walk=walk)
+    try:
+        return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], GUESS_MS if spec.q else PAGE_TIMEOUT_MS)
+    except SearchFailed as exc:
+        if not spec.q or not isinstance(exc.__cause__, OperationalError):
+            raise
+    # The count's guess was wrong (or the page is deep): the other way gets the rest of the time.
+    sql, params = _matches_sql(scope, spec, walk=not walk)
+    return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], PAGE_TIMEOUT_MS)
+
+
+def search_page(*, scope: Scope, spec: SearchSpec, page: int = 1, per_page: int = 50) -> tuple[list[Result], bool]:
+    if scope.empty or not spec.narrowed:
+        return [], False
+    rows = _page_rows(scope, spec, page, per_page)
+    has_next = len(rows) > per_page
+    rows = rows[:per_page]
+    rollouts = Rollout.objects.select_related("example").defer("metrics", "reward_components").in_bulk(
+        [r[0] for r in rows])
+    for r in rollouts.values():
+        r.run = scope.runs[r.run_id]
+    texts = _hit_texts([h for r in rows for h in (r[2] or [])])
+    results = []
+    for rollout_id, hits, firsts in rows:
+        result = Result(rollout=rollouts[rollout_id], hits=hits)
+        result.snippets = [Snippet(texts[key][0], texts[key][1], SafeString("")) for key in firsts or []
+                           if key in texts]
+        results.append(result)
+    _fill_snippets(results, [texts[key][2] for r in rows for key in (r[2] or []) if key in texts], spec)
+    return results, has_next
+
+
+def _regex_spans(spec: SearchSpec, texts: list[str]) -> list[tuple[int, int] | None]:
+    """Where Postgres's regex engine (not Python's) finds the pattern in each text."""
+    if not texts:
+        return []
+    rows = _run("SELECT regexp_instr(t, %s, 1, 1, 0, 'i'), regexp_instr(t, %s, 1, 1, 1, 'i') "
+                "FROM unnest(%s::text[]) WITH ORDINALITY u(t, n) ORDER BY n", [spec.q, spec.q, texts],
+                PAGE_TIMEOUT_MS)
+    return [(a - 1, b - 1) if a else None for a, b in rows]
+
+
+def _fill_snippets(results: list[Result], candidates: list[list[str]], spec: SearchSpec) -> None:
+    """Each snippet from the first of its texts that holds the match (else the first text)."""
+    pattern = pattern_for(spec)
+    plain = [[snippet_text(t) for t in texts] for texts in candidates]
+    flat = [t for texts in plain for t in texts]
+    spans = iter(_regex_spans(spec, flat) if spec.mode == "regex" else [None] * len(flat))
+    located = [[(t, next(spans)) for t in texts] for texts in plain]
+    snippets = [s for r in results for s in r.snippets]
+    for snippet, options in zip(snippets, located, strict=True):
+        if spec.mode == "regex":
+            text, span = next(((t, sp) for t, sp in options if sp), options[0] if options else ("", None))
+        else:
+            text, span = next(((t, None) for t, _ in options if find(t, pattern)), options[0] if options else ("", None))
+        snippet.html = snippet_html(text, pattern, span)
+
+
+def _hit_texts(keys: list[str]) -> dict[str, tuple[str, int | None, list[str]]]:
+    """'src:obj' -> (where it is, turn index, its texts in the order a snippet prefers them)."""
+    ids: dict[str, list[int]] = {"turn": [], "call": [], "rollout": [], "prompt": []}
+    for key in keys:
+        src, _, obj = key.partition(":")
+        ids[src].append(int(obj))
+    out: dict[str, tuple[str, int | None, list[str]]] = {}
+    for t in Turn.objects.filter(id__in=ids["turn"]).only("id", "index", "role", "content", "reasoning"):
+        out[f"turn:{t.pk}"] = (f"turn #{t.index} · {t.role}", t.index, [t.content, t.reasoning])
+    calls = ToolCall.objects.filter(id__in=ids["call"]).select_related("turn").only(
+        "id", "name", "arguments", "output", "is_error", "turn__index")
+    for c in calls:
+        args = json.dumps(c.arguments, ensure_ascii=False) if c.arguments is not None else ""
+        kind = "error" if c.is_error else "call"
+        out[f"call:{c.pk}"] = (f"turn #{c.turn.index} · {kind} {c.name[:60]}", c.turn.index, [c.output, args, c.name])
+    for r in Rollout.objects.filter(id__in=ids["rollout"]).only("id", "final_answer", "error"):
+        out[f"rollout:{r.pk}"] = ("final answer / error", None, [r.final_answer, r.error])
+    for e in Example.objects.filter(id__in=ids["prompt"]).only("id", "prompt"):
+        out[f"prompt:{e.pk}"] = ("example prompt", None, [json.dumps(e.prompt, ensure_ascii=False)])
+    return out
+
+
+def search_counts(*, scope: Scope, spec: SearchSpec) -> dict[int, dict[int | None, tuple[int, int]]]:
+    """run id -> step -> (matching rollouts, rollouts): how often the pattern occurs over training."""
+    if scope.empty or not spec.narrowed:
+        return {}
+    sql, params = _matches_sql(scope, spec, ordered=False)
+    matched = _run(f"SELECT r.run_id, r.step, count(*) FROM ({sql}) x(id, hits, firsts) "
+                   "JOIN runs_rollout r ON r.id = x.id GROUP BY 1, 2", params, COUNTS_TIMEOUT_MS)
+    base = SearchSpec(run=spec.run)
+    where, wparams = S.rollout_filters(base, run_ids=scope.run_ids, label_id=None)
+    totals = _run(f"SELECT r.run_id, r.step, count(*) FROM runs_rollout r WHERE {where} GROUP BY 1, 2",
+                  wparams, COUNTS_TIMEOUT_MS)
+    out: dict[int, dict[int | None, tuple[int, int]]] = {}
+    found = {(run_id, step): n for run_id, step, n in matched}
+    for run_id, step, n in totals:
+        if (run_id, step) in found or spec.q:
+            out.setdefault(run_id, {})[step] = (found.get((run_id, step), 0), n)
+    return out
+
+
+def search_rollout_ids(*, scope: Scope, spec: SearchSpec, limit: int | None = None) -> Iterator[int]:
+    """Every matching rollout id, newest first, streamed through a server-side cursor."""
+    if scope.empty or not spec.narrowed:
+        return
+    sql, params = _matches_sql(scope, spec)
+    if limit is not None:
+        sql, params = f"{sql} LIMIT %s", [*params, limit]
+    with transaction.atomic(), connection.chunked_cursor() as cur:
+        cur.execute(f"SELECT x.id FROM ({sql}) x(id, hits, firsts)", params)
+        while rows := cur.fetchmany(2000):
+            yield from (row[0] for row in rows)

@@ -1,0 +1,88 @@
+"""Error signatures of a run: tool errors and final errors with numbers, paths and ids stripped,
+grouped, counted per step, with example rollouts. The "most repeated error" of compare, run-wide.
+
+Normalised in SQL (one pass over the run's error rows, nothing loaded row by row): the last non-empty
+line of the text (a traceback's exception line), then hex and long ids, paths, quoted strings and
+numbers replaced by placeholders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db import connection
+
+from deeprepo_web.runs.models import Run
+from deeprepo_web.search.chart import HEIGHT, WIDTH, Bar
+
+TOP = 50
+
+
+def _normalise(expr: str) -> str:
+    last = f"coalesce((regexp_match(rtrim(left({expr}, 20000), E' \\n\\r\\t'), '([^\\n]*)$'))[1], '')"
+    s = f"regexp_replace({last}, '[0-9a-f]{{8}}-[0-9a-f-]{{27,}}|0x[0-9a-f]+|\\m[0-9a-f]{{12,}}\\M', '<id>', 'gi')"
+    s = f"regexp_replace({s}, '(\\.{{0,2}}/|\\m[a-zA-Z]:\\\\)[^\\s:''\",)]*', '<path>', 'g')"
+    s = f"regexp_replace({s}, '\"[^\"]*\"|''[^'']*''', '<str>', 'g')"
+    s = f"regexp_replace({s}, '[0-9]+(\\.[0-9]+)?', '<n>', 'g')"
+    return f"left(btrim({s}), 300)"
+
+
+_SQL = f"""
+WITH errs AS (
+    SELECT 'tool' AS kind, c.name AS tool, {_normalise('c.output')} AS sig, r.step, r.id AS rollout_id, c.turn_id
+    FROM runs_toolcall c JOIN runs_rollout r ON r.id = c.rollout_id
+    WHERE r.run_id = %s AND c.is_error
+    UNION ALL
+    SELECT 'final', '', {_normalise('r.error')}, r.step, r.id, NULL
+    FROM runs_rollout r WHERE r.run_id = %s AND r.error <> ''
+), top AS (
+    SELECT kind, tool, sig, count(*) AS n, count(DISTINCT rollout_id) AS rollouts FROM errs
+    GROUP BY 1, 2, 3 ORDER BY n DESC, sig LIMIT {TOP}
+)
+SELECT t.kind, t.tool, t.sig, t.n, t.rollouts,
+       (SELECT array_agg(x.step || ':' || x.c) FROM (SELECT e.step, count(*) AS c FROM errs e
+            WHERE e.kind = t.kind AND e.tool = t.tool AND e.sig = t.sig AND e.step IS NOT NULL GROUP BY e.step) x),
+       (SELECT array_agg(y.rollout_id || ':' || coalesce(y.idx, -1)) FROM (
+            SELECT DISTINCT ON (e.rollout_id) e.rollout_id, (SELECT ti.index FROM runs_turn ti WHERE ti.id = e.turn_id) AS idx
+            FROM errs e WHERE e.kind = t.kind AND e.tool = t.tool AND e.sig = t.sig ORDER BY e.rollout_id DESC LIMIT 3) y)
+FROM top t ORDER BY t.n DESC, t.sig
+"""
+
+
+@dataclass
+class Signature:
+    kind: str  # "tool" or "final"
+    tool: str
+    text: str
+    count: int
+    rollouts: int
+    per_step: dict[int, int]
+    examples: list[tuple[int, int | None]]  # (rollout id, turn index)
+    bars: list[Bar] = field(default_factory=list)
+
+
+def _bars(per_step: dict[int, int], lo: int, hi: int) -> list[Bar]:
+    span = max(1, hi - lo + 1)
+    top = max(per_step.values(), default=1)
+    w = max(1.0, WIDTH / span - 1)
+    return [Bar(x=round((s - lo) * WIDTH / span, 2), y=round(HEIGHT - HEIGHT * n / top, 2), w=round(w, 2),
+                h=round(HEIGHT * n / top, 2), title=f"step {s}: {n}") for s, n in sorted(per_step.items())]
+
+
+def error_signatures(*, run: Run) -> tuple[list[Signature], tuple[int, int] | None]:
+    """The run's most repeated error signatures, and its step range (for the bars)."""
+    with connection.cursor() as cur:
+        cur.execute("SET LOCAL statement_timeout = 20000")
+        cur.execute(_SQL, [run.pk, run.pk])
+        rows = cur.fetchall()
+    sigs = []
+    for kind, tool, text, n, rollouts, steps, examples in rows:
+        per_step = {int(s): int(c) for s, c in (x.split(":") for x in steps or [])}
+        ex = [(int(r), None if int(i) < 0 else int(i)) for r, i in (x.split(":") for x in examples or [])]
+        sigs.append(Signature(kind, tool, text, n, rollouts, per_step, ex))
+    steps_all = [s for sig in sigs for s in sig.per_step]
+    span = (min(steps_all), max(steps_all)) if steps_all else None
+    if span:
+        for sig in sigs:
+            sig.bars = _bars(sig.per_step, *span)
+    return sigs, span

@@ -1,0 +1,104 @@
+"""What a search asks for: the text, how to match it, where, and the rollout filters around it.
+
+Parsed from a query string (page, API, CLI alike); each bad parameter becomes one line in `errors`
+and is ignored, so the rest of the search still runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from deeprepo_web.search.texts import FIELD_LABELS
+
+MODES = {"words": "words and phrases", "substring": "exact substring", "regex": "regular expression"}
+MAX_QUERY = 500
+
+
+@dataclass
+class SearchSpec:
+    q: str = ""
+    mode: str = "words"
+    field: str = ""  # "" = everywhere, else a key of texts.FIELDS
+    run: str = ""  # a run's public id ("" = every run of the project)
+    step_min: int | None = None
+    step_max: int | None = None
+    reward_min: float | None = None
+    reward_max: float | None = None
+    tool: str = ""
+    stop: str = ""
+    label: str = ""  # a label's name
+    errors: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def narrowed(self) -> bool:
+        return bool(self.q or self.label or self.tool or self.stop or self.step_min is not None
+                    or self.step_max is not None or self.reward_min is not None or self.reward_max is not None)
+
+    def params(self) -> dict[str, str]:
+        """The spec as a query string's parameters (links to exports, bulk actions, the API)."""
+        out = {"q": self.q, "mode": self.mode, "in": self.field, "run": self.run, "tool": self.tool,
+               "stop": self.stop, "label": self.label}
+        for name in ("step_min", "step_max", "reward_min", "reward_max"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = str(value)
+        return {k: v for k, v in out.items() if v and not (k == "mode" and v == "words")}
+
+
+def _int(raw: str, name: str, errors: list[str]) -> int | None:
+    if raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        errors.append(f"{name}: {raw[:40]!r} is not a whole number")
+        return None
+
+
+def _float(raw: str, name: str, errors: list[str]) -> float | None:
+    if raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        errors.append(f"{name}: {raw[:40]!r} is not a number")
+        return None
+    return value
+
+
+def spec_parse(params: Any) -> SearchSpec:
+    errors: list[str] = []
+    get = lambda name: (params.get(name) or "").strip()  # noqa: E731
+    q = (params.get("q") or "").strip("\n\r")
+    if "\x00" in q:
+        errors.append("q: the search text holds a NUL character; it was removed")
+        q = q.replace("\x00", "")
+    if len(q) > MAX_QUERY:
+        errors.append(f"q: longer than {MAX_QUERY} characters; cut to {MAX_QUERY}")
+        q = q[:MAX_QUERY]
+    mode = get("mode") or "words"
+    if mode not in MODES:
+        errors.append(f"mode: use one of {', '.join(MODES)}, not {mode[:40]!r}")
+        mode = "words"
+    where = get("in")
+    if where not in FIELD_LABELS:
+        errors.append(f"in: use one of {', '.join(k for k in FIELD_LABELS if k)}, not {where[:40]!r}")
+        where = ""
+    if mode == "words":
+        q = q.strip()
+    elif q and len(q) < 3:
+        errors.append(f"q: a {mode} search needs at least 3 characters (an index of 3-letter pieces serves it)")
+        q = ""
+    return SearchSpec(
+        q=q, mode=mode, field=where, run=get("run")[:24], tool=get("tool")[:500], stop=get("stop")[:200],
+        label=get("label")[:100],
+        step_min=_int(get("step_min"), "step_min", errors), step_max=_int(get("step_max"), "step_max", errors),
+        reward_min=_float(get("reward_min"), "reward_min", errors),
+        reward_max=_float(get("reward_max"), "reward_max", errors),
+        errors=errors,
+    )

@@ -1,0 +1,44 @@
+"""Error signatures: numbers, paths and ids stripped, grouped, counted per step, with examples."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from deeprepo_web.search.signatures import error_signatures
+
+from .conftest import _ingest, _turn, rec
+
+
+def _call_error(text: str) -> dict:
+    return {"name": "run_code", "arguments": {}, "output": text, "is_error": True}
+
+
+def test_signatures_group_what_differs_only_by_numbers_paths_and_ids(team):
+    from deeprepo_web.runs.services import run_create
+
+    run, _ = run_create(project=team.project, name="errs")
+    records = []
+    for i in range(6):
+        tb = f"Traceback (most recent call last):\n  File \"/work/job-{i}/x.py\", line {i}\nFileNotFoundError: /tmp/run-{i}/data.csv"
+        records.append(rec(f"ex-{i}", uid=f"e{i}", step=i % 3, turns=[
+            {"role": "user", "content": "go"}, _turn("ok", calls=[_call_error(tb)])],
+            error=f"sandbox 0x{i:04x}deadbeef timed out after {30 + i}s" if i < 4 else ""))
+    ids = _ingest(run, records)
+    sigs, span = error_signatures(run=run)
+    assert span == (0, 2)
+    by_text = {s.text: s for s in sigs}
+    tool = by_text["FileNotFoundError: <path>"]
+    assert (tool.kind, tool.tool, tool.count, tool.rollouts) == ("tool", "run_code", 6, 6)
+    assert tool.per_step == {0: 2, 1: 2, 2: 2}
+    assert tool.examples[0] == (ids["e5"], 1)  # newest first, at the turn of the call
+    final = by_text["sandbox <id> timed out after <n>s"]
+    assert (final.kind, final.count) == ("final", 4)
+
+
+def test_errors_page_escapes_and_links(client, team, corpus):
+    client.force_login(team.viewer)
+    html = client.get(reverse("run_errors", args=["demo", corpus.run.public_id])).content.decode()
+    assert "FileNotFoundError: no such file &lt;path&gt;" in html
+    assert f'/rollouts/{corpus.ids["toolerr"]}/?upto=1#turn-1"' in html
+    client.force_login(team.outsider)
+    assert client.get(reverse("run_errors", args=["demo", corpus.run.public_id])).status_code == 404

@@ -1,0 +1,108 @@
+"""The search page: access, results linking to the turn, escaped snippets, counts, bulk labels."""
+
+from __future__ import annotations
+
+import re
+
+from django.urls import reverse
+
+from deeprepo_web.labels.models import Label, Mark
+
+
+def _url(**params):
+    from urllib.parse import urlencode
+
+    return f"{reverse('search', args=['demo'])}?{urlencode(params)}"
+
+
+def test_outsider_gets_404(client, team, corpus):
+    client.force_login(team.outsider)
+    assert client.get(_url(q="give up")).status_code == 404
+    assert client.get(reverse("search_counts", args=["demo"]) + "?q=give").status_code == 404
+    assert client.get(reverse("search_export", args=["demo", "jsonl"]) + "?q=give").status_code == 404
+
+
+def test_viewer_sees_results_linking_to_the_turn(client, team, corpus):
+    client.force_login(team.viewer)
+    html = client.get(_url(q="give up")).content.decode()
+    rid = corpus.ids["giveup"]
+    assert f'/rollouts/{rid}/?upto=2#turn-2"' in html
+    assert "I <mark>give</mark> <mark>up</mark> on this task." in html
+    assert "Label all results" not in html  # viewers read, editors write
+
+
+def test_hostile_snippet_is_escaped(client, team, corpus):
+    client.force_login(team.viewer)
+    html = client.get(_url(q="needle")).content.decode()
+    assert "<mark>needle</mark>" in html
+    assert "<script>window" not in html
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+
+
+def test_bad_parameters_are_named_and_the_rest_runs(client, team, corpus):
+    client.force_login(team.viewer)
+    html = client.get(_url(q="give up", step_min="soon", mode="fuzzy")).content.decode()
+    assert "step_min: &#x27;soon&#x27; is not a whole number" in html
+    assert "mode: use one of" in html
+    assert f"/rollouts/{corpus.ids['giveup']}/" in html
+
+
+def test_bad_regex_shows_the_database_error(client, team, corpus):
+    client.force_login(team.viewer)
+    res = client.get(_url(q="abc(", mode="regex"))
+    assert res.status_code == 200
+    assert "regular expression" in res.content.decode()
+
+
+def test_counts_partial_shows_each_run(client, team, corpus):
+    client.force_login(team.viewer)
+    html = client.get(reverse("search_counts", args=["demo"]) + "?q=give+up").content.decode()
+    rows = re.findall(r'data-run="(\w+)">.*?class="num sc-matched">(\d+)<', html, re.S)
+    assert dict(rows) == {corpus.run.public_id: "1", corpus.other_run.public_id: "1"}
+    assert "step 0: 1 of 1 rollouts (100%)" in html
+    html = client.get(reverse("search_counts", args=["demo"]) + "?q=flaky+scheduler").content.decode()
+    assert corpus.other_run.public_id not in html  # no match there: no row
+
+
+def test_run_search_redirects_with_the_run(client, team, corpus):
+    client.force_login(team.viewer)
+    res = client.get(reverse("run_search", args=["demo", corpus.run.public_id]) + "?q=x")
+    assert res.status_code == 302 and f"run={corpus.run.public_id}" in res["Location"]
+
+
+def test_editor_bulk_labels_search_results(client, team, corpus):
+    label = Label.objects.create(project=team.project, name="gives-up")
+    client.force_login(team.editor)
+    res = client.post(reverse("search_label", args=["demo"]), {"q": "give up", "apply_label": "gives-up",
+                                                               "note": "found by search"})
+    assert res.status_code == 200 and "Labelled <strong>2</strong>" in res.content.decode()
+    marked = set(Mark.objects.filter(label=label).values_list("rollout_id", flat=True))
+    assert marked == {corpus.ids["giveup"], corpus.ids["second-giveup"]}
+    # Filtering by the label lists exactly those.
+    html = client.get(_url(label="gives-up")).content.decode()
+    assert set(map(int, re.findall(r'/rollouts/(\d+)/"', html))) == marked
+    # Again: nothing new.
+    res = client.post(reverse("search_label", args=["demo"]), {"q": "give up", "apply_label": "gives-up"})
+    assert "Labelled <strong>0</strong>" in res.content.decode()
+
+
+def test_viewer_cannot_bulk_label(client, team, corpus):
+    Label.objects.create(project=team.project, name="gives-up")
+    client.force_login(team.viewer)
+    res = client.post(reverse("search_label", args=["demo"]), {"q": "give up", "apply_label": "gives-up"})
+    assert res.status_code == 404
+    assert not Mark.objects.exists()
+
+
+def test_page_says_when_new_text_is_not_indexed_yet(client, team, corpus):
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.search.indexer import search_index_update
+
+    from .conftest import _turn, rec
+
+    client.force_login(team.viewer)
+    assert "still being indexed" not in client.get(_url(q="x")).content.decode()
+    rollouts_ingest(run=corpus.run, rollouts=[rec("ex-new", uid="late", turns=[_turn("fresh")])])
+    assert "still being indexed" in client.get(_url(q="x")).content.decode()
+    search_index_update()
+    assert "still being indexed" not in client.get(_url(q="fresh")).content.decode()
