@@ -183,6 +183,10 @@ class Run:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        if self._thread is None or not self._thread.is_alive():
+            # A finished run sends nothing more: an open keep-alive connection would only hold a
+            # server thread (and delay the server's graceful stop) until it times out.
+            self.transport.close()
         self.id  # noqa: B018 - remember the server id before the spool goes
         summary = self._summarize()
         if summary.ok:
