@@ -76,3 +76,34 @@ def test_late_spans_keep_the_rollout_its_url_and_its_marks(client: Any, team: An
     assert list(Rollout.objects.filter(run__name="late").values_list("pk", flat=True)) == [first.pk]
     assert set(Turn.objects.filter(rollout=rollout).values_list("pk", flat=True)) == turn_ids
     assert Mark.objects.filter(rollout=rollout).count() == 2
+
+
+def _record(*turns: tuple[str, str]) -> dict[str, Any]:
+    return {"uid": "otlp-moves", "example_key": "ex-1", "turns": [{"role": r, "content": c} for r, c in turns]}
+
+
+def test_turn_marks_follow_their_turn_when_a_rebuild_shifts_it(team: Any) -> None:
+    # Called on the runs service directly: a shift needs a turn to appear before the others, which
+    # the captured traces do not do (the root span's system prompt can, in other instrumentations).
+    from deeprepo_web.runs import services as run_services
+    from deeprepo_web.runs.ingest.replace import rollouts_replace
+
+    run, _ = run_services.run_create(project=team.project, name="moves", source="otlp", external_id="moves")
+    assert rollouts_replace(run=run, rollouts=[_record(("user", "q"), ("assistant", "a1"), ("assistant", "a2"))]) == 1
+    rollout = Rollout.objects.get(run=run)
+    good, bad = label_create(project=team.project, name="good"), label_create(project=team.project, name="bad")
+    mark_create(label=good, rollout=rollout, user=team.owner, turn_index=1, note="on a1")
+    mark_create(label=good, rollout=rollout, user=team.owner, turn_index=2, note="on a2")
+    mark_create(label=bad, rollout=rollout, user=team.owner, turn_index=0, note="on q")
+
+    # A system turn now comes first and a2 was rewritten: q moves to 1, a1 to 2 (onto the index a2's
+    # mark is leaving), and a2's mark goes to the turn that replaced it, 3.
+    rebuilt = _record(("system", "s"), ("user", "q"), ("assistant", "a1"), ("assistant", "a2 (longer)"))
+    assert rollouts_replace(run=run, rollouts=[rebuilt]) == 1
+    assert Rollout.objects.get(run=run).pk == rollout.pk
+    marks = sorted((m.label.name, m.turn_index, m.note) for m in Mark.objects.filter(rollout=rollout))
+    assert marks == [("bad", 1, "on q"), ("good", 2, "on a1"), ("good", 3, "on a2")]
+    # Two turns rewritten into one: both "good" marks meet on it and the label is kept there once.
+    assert rollouts_replace(run=run, rollouts=[_record(("system", "s"), ("user", "q"), ("assistant", "a"))]) == 1
+    marks = sorted((m.label.name, m.turn_index, m.note) for m in Mark.objects.filter(rollout=rollout))
+    assert marks == [("bad", 1, "on q"), ("good", 2, "on a1")]

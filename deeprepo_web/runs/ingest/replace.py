@@ -2,14 +2,15 @@
 and replaces its turns and tool calls, so the rollout keeps its id (its URL, its marks, its place in
 search). Used where a rollout grows after it was first stored (OTLP traces whose spans come late).
 
-Turn-level marks follow their turn: a turn is known by its role and content; a marked turn found at
-another index moves its mark there; a marked turn not found again keeps its index (the turn at that
-place was rebuilt, e.g. a tool output arrived). Search documents of the old turns and calls go (the
+Turn-level marks follow their turn: a turn is known by its role and content, and the old and new
+turn lists are aligned (difflib): a turn found again keeps its mark wherever it now is; a turn rewritten
+(e.g. its output arrived late) passes its mark to the turn that took its place. Search documents of the old turns and calls go (the
 indexer picks up the new rows, which have new ids); the rollout's own document is refreshed here.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from typing import Any
 
@@ -49,24 +50,41 @@ def _prints(cur: Any, rollout_ids: list[int]) -> dict[int, list[str]]:
     return out
 
 
-def _marks_follow(cur: Any, old: dict[int, list[str]], new: dict[int, list[str]]) -> None:
-    """Move each turn mark whose turn now sits at another index; a move onto a mark of the same label
-    already there drops the duplicate (the label stays on that turn once)."""
-    cur.execute("SELECT id, rollout_id, label_id, turn_index FROM labels_mark "
-                "WHERE rollout_id = ANY(%s) AND turn_index IS NOT NULL", [list(old)])
-    for mark_id, rid, label_id, index in cur.fetchall():
-        before, after = old.get(rid, []), new.get(rid, [])
-        if index >= len(before) or (index < len(after) and after[index] == before[index]):
+def _index_map(before: list[str], after: list[str]) -> dict[int, int]:
+    """Old turn index -> new one: turns found again map to where they are now; a stretch of turns
+    rewritten maps onto the stretch that replaced it, position by position (its last turn when the
+    new stretch is shorter); a turn removed with nothing in its place is left out."""
+    out: dict[int, int] = {}
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
+        if op == "delete":
             continue
-        if before[index] not in after:
-            continue  # not found again: the mark stays on its index
-        target = after.index(before[index])
-        cur.execute("SELECT 1 FROM labels_mark WHERE label_id = %s AND rollout_id = %s AND turn_index = %s",
-                    [label_id, rid, target])
-        if cur.fetchone():
+        for i in range(i1, i2):
+            out[i] = j1 + min(i - i1, j2 - j1 - 1)
+    return out
+
+
+def _marks_follow(cur: Any, old: dict[int, list[str]], new: dict[int, list[str]]) -> None:
+    """Turn marks follow their turn to its new index. Marks of one label meeting on one turn are
+    kept once (the first); a mark whose turn went with nothing in its place keeps its index."""
+    cur.execute("SELECT id, rollout_id, label_id, turn_index FROM labels_mark "
+                "WHERE rollout_id = ANY(%s) AND turn_index IS NOT NULL ORDER BY id", [list(old)])
+    marks = cur.fetchall()
+    maps = {rid: _index_map(old.get(rid, []), new.get(rid, [])) for rid in {m[1] for m in marks}}
+    target = {m[0]: maps[m[1]].get(m[3], m[3]) for m in marks}
+    moving = [m for m in marks if target[m[0]] != m[3]]
+    if not moving:
+        return
+    taken = {(m[1], m[2], m[3]) for m in marks if target[m[0]] == m[3]}
+    # Out of the way first (-id is free): moving a mark onto an index another mark is leaving would
+    # break the unique (label, rollout, turn_index) for a moment.
+    cur.execute("UPDATE labels_mark SET turn_index = -id WHERE id = ANY(%s)", [[m[0] for m in moving]])
+    for mark_id, rid, label_id, _index in moving:
+        key = (rid, label_id, target[mark_id])
+        if key in taken:
             cur.execute("DELETE FROM labels_mark WHERE id = %s", [mark_id])
         else:
-            cur.execute("UPDATE labels_mark SET turn_index = %s WHERE id = %s", [target, mark_id])
+            taken.add(key)
+            cur.execute("UPDATE labels_mark SET turn_index = %s WHERE id = %s", [target[mark_id], mark_id])
 
 
 def _rows_update(cur: Any, rows: list[tuple[Any, ...]], ids: list[int]) -> None:
