@@ -13,6 +13,7 @@ from deeprepo_web.labels.services import label_create, mark_create
 from deeprepo_web.runs.models import Rollout, ToolCall, Turn
 from deeprepo_web.search.indexer import search_index_update
 from deeprepo_web.search.models import Doc
+from deeprepo_web.sharing.services import share_create
 from tests.otlp.bodies import agent_trace, body
 
 pytestmark = pytest.mark.django_db
@@ -37,7 +38,8 @@ def test_late_spans_keep_the_rollout_its_url_and_its_marks(client: Any, team: An
     assert _turns(first) == [("user", "What is the capital of France?"), ("assistant", "")]
     url = reverse("trajectory", args=[team.project.slug, first.run.public_id, first.pk])
     client.force_login(team.owner)
-    assert client.get(url).status_code == 200
+    before = client.get(url).content.decode()
+    assert "geo-1" not in before and "Final answer" not in before  # the root span is not there yet
     search_index_update(budget_seconds=5)
     old_turn_ids = set(Turn.objects.filter(rollout=first).values_list("pk", flat=True))
     assert Doc.objects.filter(src="turn", obj__in=old_turn_ids).count() == 2
@@ -45,6 +47,7 @@ def test_late_spans_keep_the_rollout_its_url_and_its_marks(client: Any, team: An
     label = label_create(project=team.project, name="needs-review")
     mark_create(label=label, rollout=first, user=team.owner, note="whole rollout")
     mark_create(label=label, rollout=first, user=team.owner, turn_index=1, note="the tool-call turn")
+    _, token = share_create(project=team.project, user=team.owner, kind="rollout", target=str(first.pk))
 
     _post(client, team.key, [spans[5], spans[0]])
     rollout = Rollout.objects.get(run__name="late")
@@ -59,9 +62,16 @@ def test_late_spans_keep_the_rollout_its_url_and_its_marks(client: Any, team: An
     page = client.get(url)
     assert page.status_code == 200
     html = page.content.decode()
-    assert "Paris is the capital." in html and "needs-review" in html
+    # The same URL: now with the root span's example, the final answer, the last turn, the labels.
+    assert "geo-1" in html and "Final answer" in html and "80 / 8" in html and "Paris is the capital." in html
+    assert "needs-review" in html and "the tool-call turn" in html
     marks = sorted((m.turn_index is None, m.turn_index, m.note) for m in Mark.objects.filter(rollout=rollout))
     assert marks == [(False, 1, "the tool-call turn"), (True, None, "whole rollout")]
+    # The read-only share link taken before the late spans opens the whole trajectory too.
+    client.logout()
+    shared = client.get(reverse("shared", args=[token]))
+    assert shared.status_code == 200 and "geo-1" in shared.content.decode()
+    client.force_login(team.owner)
 
     # Search: the old turns' documents are gone, the new turns are found under the same rollout.
     assert not Doc.objects.filter(src="turn", obj__in=old_turn_ids).exists()
