@@ -1,5 +1,5 @@
 """OTLP writes: find the run a resource's spans belong to, keep the items, rebuild the rollouts of
-the traces that got something new (through the runs ingest service)."""
+the traces that got something new, in place (through the runs ingest service)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from deeprepo_web.accounts.models import Project
 from deeprepo_web.otlp.decode import Item
 from deeprepo_web.runs import services as run_services
 from deeprepo_web.runs.ingest.pg import dumps, execute_binary
-from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
-from deeprepo_web.runs.models import Rollout, Run
+from deeprepo_web.runs.ingest.replace import rollouts_replace
+from deeprepo_web.runs.models import Run
 
 SOURCE = "otlp"
 _LOCK_TRACES = 17  # pg advisory lock namespace: (this, run id) while a run's traces are rebuilt
@@ -70,22 +70,11 @@ def _trace_items(run: Run, trace_ids: list[str]) -> dict[str, list[dict[str, Any
     return out
 
 
-def _rollouts_drop(run: Run, uids: list[str]) -> None:
-    """The rollouts being rebuilt go first, with their turns and calls (no cascade on those tables)."""
-    ids = list(Rollout.objects.filter(run=run, uid__in=uids).values_list("pk", flat=True))
-    if not ids:
-        return
-    with connection.cursor() as cur:
-        cur.execute("DELETE FROM runs_toolcall WHERE rollout_id = ANY(%s)", [ids])
-        cur.execute("DELETE FROM runs_turn WHERE rollout_id = ANY(%s)", [ids])
-        cur.execute("DELETE FROM runs_rollout WHERE id = ANY(%s)", [ids])
-
-
 def otlp_items_ingest(*, run: Run, items: list[Item]) -> dict[str, int]:
     """Keep the items and rebuild the rollout of every trace that got something new.
 
     Re-sent spans change nothing (items are unique per run, trace and span); a span that arrives
-    late rebuilds its trace's rollout from every item stored so far.
+    late rebuilds its trace's rollout from every item stored so far, in place (same rollout id).
     """
     if not items:
         return {"items": 0, "rollouts": 0}
@@ -98,8 +87,8 @@ def otlp_items_ingest(*, run: Run, items: list[Item]) -> dict[str, int]:
             return {"items": 0, "rollouts": 0}
         by_trace = _trace_items(run, touched)
         records = [r for t in touched if (r := rollout_from_items(t, by_trace.get(t, []))) is not None]
-        _rollouts_drop(run, [r["uid"] for r in records])
-        stored = rollouts_ingest(run=run, rollouts=records)
+        # In place: the rollout keeps its id (its page, its marks) while the trace grows.
+        stored = rollouts_replace(run=run, rollouts=records)
         if not run.model:
             model = run_model([asdict(i) for i in items[:50]])
             if model:

@@ -1,0 +1,131 @@
+"""Rollouts rebuilt in place: a record whose (run, uid) is stored already updates that rollout's row
+and replaces its turns and tool calls, so the rollout keeps its id (its URL, its marks, its place in
+search). Used where a rollout grows after it was first stored (OTLP traces whose spans come late).
+
+Turn-level marks follow their turn: a turn is known by its role and content, and the old and new
+turn lists are aligned (difflib): a turn found again keeps its mark wherever it now is; a turn rewritten
+(e.g. its output arrived late) passes its mark to the turn that took its place. Search documents of the old turns and calls go (the
+indexer picks up the new rows, which have new ids); the rollout's own document is refreshed here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from deeprepo_web.runs.ingest.blobs import blob_refs_write
+from deeprepo_web.runs.ingest.rollouts import (
+    _examples_upsert,
+    _rollout_row,
+    _turns_write,
+    example_key_hash,
+    rollout_uid,
+    rollouts_ingest,
+)
+from deeprepo_web.runs.models import Run
+from deeprepo_web.search.texts import BODIES, fts
+
+# _rollout_row's columns after uid, example_id (run_id and created_at are not rewritten).
+_UPDATED = ("step", "sample_index", "reward", "reward_components", "advantage", "num_turns", "input_tokens",
+            "output_tokens", "cost", "is_truncated", "stop_condition", "error", "duration", "final_answer",
+            "metrics")
+_JSONB = {"reward_components", "metrics"}
+
+
+def _turn_print(role: str, content: str, blob: str) -> str:
+    return hashlib.sha256(f"{role}\0{blob or content}".encode("utf-8", "replace")).hexdigest()
+
+
+def _prints(cur: Any, rollout_ids: list[int]) -> dict[int, list[str]]:
+    """{rollout id: the print of each turn, by index}."""
+    cur.execute("SELECT rollout_id, index, role, content, content_blob FROM runs_turn "
+                "WHERE rollout_id = ANY(%s) ORDER BY rollout_id, index", [rollout_ids])
+    out: dict[int, list[str]] = {}
+    for rid, _index, role, content, blob in cur.fetchall():
+        out.setdefault(rid, []).append(_turn_print(role, content, blob))
+    return out
+
+
+def _index_map(before: list[str], after: list[str]) -> dict[int, int]:
+    """Old turn index -> new one: turns found again map to where they are now; a stretch of turns
+    rewritten maps onto the stretch that replaced it, position by position (its last turn when the
+    new stretch is shorter); a turn removed with nothing in its place is left out."""
+    out: dict[int, int] = {}
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
+        if op == "delete":
+            continue
+        for i in range(i1, i2):
+            out[i] = j1 + min(i - i1, j2 - j1 - 1)
+    return out
+
+
+def _marks_follow(cur: Any, old: dict[int, list[str]], new: dict[int, list[str]]) -> None:
+    """Turn marks follow their turn to its new index. Marks of one label meeting on one turn are
+    kept once (the first); a mark whose turn went with nothing in its place keeps its index."""
+    cur.execute("SELECT id, rollout_id, label_id, turn_index FROM labels_mark "
+                "WHERE rollout_id = ANY(%s) AND turn_index IS NOT NULL ORDER BY id", [list(old)])
+    marks = cur.fetchall()
+    maps = {rid: _index_map(old.get(rid, []), new.get(rid, [])) for rid in {m[1] for m in marks}}
+    target = {m[0]: maps[m[1]].get(m[3], m[3]) for m in marks}
+    moving = [m for m in marks if target[m[0]] != m[3]]
+    if not moving:
+        return
+    taken = {(m[1], m[2], m[3]) for m in marks if target[m[0]] == m[3]}
+    # Out of the way first (-id is free): moving a mark onto an index another mark is leaving would
+    # break the unique (label, rollout, turn_index) for a moment.
+    cur.execute("UPDATE labels_mark SET turn_index = -id WHERE id = ANY(%s)", [[m[0] for m in moving]])
+    for mark_id, rid, label_id, _index in moving:
+        key = (rid, label_id, target[mark_id])
+        if key in taken:
+            cur.execute("DELETE FROM labels_mark WHERE id = %s", [mark_id])
+        else:
+            taken.add(key)
+            cur.execute("UPDATE labels_mark SET turn_index = %s WHERE id = %s", [target[mark_id], mark_id])
+
+
+def _rows_update(cur: Any, rows: list[tuple[Any, ...]], ids: list[int]) -> None:
+    sets = ", ".join(f"{c} = %s::jsonb" if c in _JSONB else f"{c} = %s" for c in ("example_id", *_UPDATED))
+    for rid, row in zip(ids, rows, strict=True):
+        cur.execute(f"UPDATE runs_rollout SET {sets} WHERE id = %s", [*row[1:2 + len(_UPDATED)], rid])
+
+
+def _search_refresh(cur: Any, ids: list[int]) -> None:
+    cur.execute("DELETE FROM search_doc WHERE rollout_id = ANY(%s) AND src IN ('turn', 'call')", [ids])
+    body = BODIES["rollout"].format(a="r")
+    cur.execute(f"UPDATE search_doc d SET body = {body}, tsv = {fts(body)} FROM runs_rollout r "
+                "WHERE d.src = 'rollout' AND d.obj = r.id AND r.id = ANY(%s)", [ids])
+
+
+def rollouts_replace(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
+    """Store rollouts, rebuilding in place those whose uid the run has already; returns how many
+    were written (new or rebuilt). Records must have distinct uids."""
+    if not rollouts:
+        return 0
+    uids = [rollout_uid(r) for r in rollouts]
+    with transaction.atomic(), connection.cursor() as cur, connection.wrap_database_errors:
+        cur.execute("SELECT uid, id FROM runs_rollout WHERE run_id = %s AND uid = ANY(%s) FOR UPDATE",
+                    [run.pk, uids])
+        stored: dict[str, int] = dict(cur.fetchall())
+        kept = [(stored[u], r) for r, u in zip(rollouts, uids, strict=True) if u in stored]
+        new = [r for r, u in zip(rollouts, uids, strict=True) if u not in stored]
+        if kept:
+            ids = [rid for rid, _ in kept]
+            records = [r for _, r in kept]
+            example_ids = _examples_upsert(cur, run, records)
+            now = timezone.now()
+            rows = [_rollout_row(r, uid, example_ids[example_key_hash(r["example_key"])], now, run)
+                    for (_, r), uid in zip(kept, [rollout_uid(r) for r in records], strict=True)]
+            _rows_update(cur, rows, ids)
+            before = _prints(cur, ids)
+            cur.execute("DELETE FROM runs_toolcall WHERE rollout_id = ANY(%s)", [ids])
+            cur.execute("DELETE FROM runs_turn WHERE rollout_id = ANY(%s)", [ids])
+            refs: set[str] = set()
+            _turns_write(cur, kept, refs)
+            blob_refs_write(cur, run, refs)
+            _marks_follow(cur, before, _prints(cur, ids))
+            _search_refresh(cur, ids)
+        return len(kept) + rollouts_ingest(run=run, rollouts=new)
