@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .records import Event, MetricsEvent, Problem, RolloutsEvent, RunEvent
+from .records import Event, MediaEvent, MetricsEvent, Problem, RolloutsEvent, RunEvent
 from .transport import Transport
 
 ROLLOUTS_PER_REQUEST = 200
@@ -29,6 +29,7 @@ class Sent:
     rollouts: int = 0
     problems: list[str] = field(default_factory=list)
     fatal: bool = False
+    media_skipped: int = 0
 
 
 def _create(transport: Transport, record: dict[str, Any]) -> str:
@@ -63,6 +64,11 @@ def send_events(events: Iterable[Event], transport: Transport) -> Sent:
                 chunk = ev.rollouts[i:i + ROLLOUTS_PER_REQUEST]
                 answer = transport.request("POST", f"/runs/{run_id(ev.ref)}/rollouts", chunk)
                 sent.rollouts += int(answer.get("stored", 0))
+        elif isinstance(ev, MediaEvent):
+            sent.media_skipped += len(ev.media)
+    if sent.media_skipped:
+        sent.problems.append(f"{sent.media_skipped} media files (images, HTML, ...) were not sent: this command sends "
+                             "metrics and rollouts; upload the folder in the web app to keep media too")
     for ref, record in records.items():
         status = record.get("status")
         if ref in sent.runs and status in ("finished", "failed", "cancelled", "crashed"):
