@@ -110,3 +110,20 @@ def test_missing_media_file_is_reported_and_the_rest_imports(media_run: Path, do
     assert "history step 1" in message and "samples/board" in message and gone.name in message
     run = Run.objects.get(public_id=report.runs[0].public_id)
     assert sorted(Artifact.objects.filter(run=run).values_list("kind", flat=True)) == ["html", "image"]
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_artifacts_tab_shows_the_images(media_run: Path, do_import: Any, team: Any, settings: Any,
+                                        browser_page: Any, live_server: Any, screenshot_dir: str) -> None:
+    settings.DEEPREPO_S3_BUCKET = ""
+    run_id = do_import(media_run).runs[0].public_id
+    page = browser_page(team.viewer)
+    page.goto(f"{live_server.url}/p/demo/runs/{run_id}/artifacts/")
+    page.wait_for_selector("img.art-thumb")
+    # Both thumbnails decoded (a broken image has naturalWidth 0): the blob view served real PNGs.
+    widths = page.eval_on_selector_all("img.art-thumb", "els => els.map(e => e.complete && e.naturalWidth)")
+    assert widths == [8, 8]
+    assert page.locator("table.art-table tbody tr").count() == 3
+    page.screenshot(path=f"{screenshot_dir}/wandb-media-artifacts.png", full_page=True)
+    assert page.watched.errors == []

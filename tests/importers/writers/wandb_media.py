@@ -15,7 +15,7 @@ HTML = "<h1>report</h1><script>alert(1)</script>"
 def pixels(step: int) -> np.ndarray:
     """An 8x8 RGB image whose colour depends on the step, so the two files differ."""
     img = np.zeros((8, 8, 3), dtype=np.uint8)
-    img[:, :, step % 3] = 40 * step
+    img[:, :, step % 3] = 120 * step
     return img
 
 
