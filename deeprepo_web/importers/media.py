@@ -15,18 +15,11 @@ from pathlib import Path
 
 from django.db import connection
 
+from deeprepo_client.formats.wandb_media import artifact_kind, artifact_name
 from deeprepo_client.records import MediaRecord
 from deeprepo_web.artifacts.services import ArtifactError, artifact_name_check, artifact_store_file
 from deeprepo_web.runs.models import Artifact, Run
 from deeprepo_web.storage import blob_put
-
-_KINDS = {"image", "html", "audio", "video"}
-
-
-def media_artifact_name(record: MediaRecord) -> str:
-    """`media/<key>/step-<step>/<file name>`; key segments an artifact name cannot hold become '_'."""
-    parts = [p if p not in ("", ".", "..") else "_" for p in str(record["key"]).replace("\\", "/").split("/")]
-    return artifact_name_check(f"media/{'/'.join(parts)}/step-{int(record['step'])}/{Path(record['name']).name}")
 
 
 def _blob_refs(run: Run, shas: set[str]) -> None:
@@ -43,9 +36,9 @@ def media_store(run: Run, records: list[MediaRecord]) -> tuple[int, list[str]]:
     with tempfile.TemporaryDirectory(prefix="deeprepo-media-") as tmp:
         spool = Path(tmp) / "file"
         for record in records:
-            kind = record["kind"] if record["kind"] in _KINDS else "media"
+            kind = artifact_kind(record)
             try:
-                name = media_artifact_name(record)
+                name = artifact_name_check(artifact_name(record))
                 spool.write_bytes(record["data"])
                 artifact_store_file(run=run, name=name, kind=kind, path=spool)
             except ArtifactError as exc:

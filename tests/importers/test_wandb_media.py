@@ -112,6 +112,24 @@ def test_missing_media_file_is_reported_and_the_rest_imports(media_run: Path, do
     assert sorted(Artifact.objects.filter(run=run).values_list("kind", flat=True)) == ["html", "image"]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_deeprepo_import_cli_uploads_the_media(media_run: Path, team: Any, settings: Any, live_server: Any,
+                                               capsys: Any) -> None:
+    from deeprepo_client.cli import main
+
+    settings.DEEPREPO_S3_BUCKET = ""
+    files = _files(media_run)
+    for _attempt in (1, 2):  # the second run finds every file already there
+        assert main(["--url", live_server.url, "--api-key", team.key, "import", str(media_run)]) == 0, \
+            capsys.readouterr().err
+        assert "3 media files" in capsys.readouterr().out
+    run = Run.objects.get(project=team.project, name="media-run")
+    stored = dict(Artifact.objects.filter(run=run, status="ready").values_list("name", "sha256"))
+    assert sorted(stored.values()) == sorted(hashlib.sha256(b).hexdigest() for b in files.values())
+    assert sorted(n.split("/step-")[0] + "/step-" + n.split("/step-")[1].split("/")[0] for n in stored) == [
+        "media/report/step-2", "media/samples/board/step-1", "media/samples/board/step-2"]
+
+
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_artifacts_tab_shows_the_images(media_run: Path, do_import: Any, team: Any, settings: Any,

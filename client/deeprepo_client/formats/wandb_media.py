@@ -16,6 +16,7 @@ MAX_FILE = 64 << 20  # a bigger "media" file is likely a mistake: reported, not 
 BATCH_BYTES = 16 << 20  # bytes of media held in one event
 _KINDS = {"image-file": "image", "html-file": "html", "audio-file": "audio", "video-file": "video"}
 _TABLES = ("table-file", "partitioned-table", "joined-table")
+ARTIFACT_KINDS = frozenset({"image", "html", "audio", "video"})  # anything else is kind "media"
 
 
 def media_refs(value: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -34,6 +35,17 @@ def media_refs(value: dict[str, Any]) -> list[tuple[str, str, str]]:
         return [("image", n, str(captions[i]) if i < len(captions) else "")
                 for i, n in enumerate(names) if isinstance(n, str)]
     return []
+
+
+def artifact_name(record: MediaRecord) -> str:
+    """`media/<key>/step-<step>/<file name>`: what the file is called as a run artifact (the server
+    and `deeprepo import` alike); key segments an artifact name cannot hold become '_'."""
+    parts = [p if p not in ("", ".", "..") else "_" for p in str(record["key"]).replace("\\", "/").split("/")]
+    return f"media/{'/'.join(parts)}/step-{int(record['step'])}/{Path(record['name']).name}"
+
+
+def artifact_kind(record: MediaRecord) -> str:
+    return record["kind"] if record["kind"] in ARTIFACT_KINDS else "media"
 
 
 def media_records(log: Path, found: Iterable[tuple[str, int, str, str, str]]) -> Iterator[MediaRecord | Problem]:
