@@ -1,4 +1,5 @@
-"""W&B media logged outside tables (an image under one key at steps 1 and 2, an HTML page at step 2),
+"""W&B media logged outside tables (an image under one key at steps 1 and 2, a list of two images and
+an HTML page at step 2),
 written by the real `wandb` package offline: each file is kept as a run artifact named by key and
 step with its exact bytes, images also as blobs that the Artifacts tab shows as thumbnails; a
 re-import adds nothing; outsiders see nothing."""
@@ -49,22 +50,24 @@ def test_media_become_artifacts_with_key_and_step(media_run: Path, do_import: An
     settings.DEEPREPO_S3_BUCKET = ""  # the filesystem store
     files = _files(media_run)
     images = sorted(p for p in files if p.startswith("media/images/samples/board_"))
+    grid = sorted(p for p in files if p.startswith("media/images/grid_"))
     htmls = [p for p in files if p.startswith("media/html/report_")]
-    assert len(images) == 2 and len(htmls) == 1 and HTML in files[htmls[0]].decode()  # wandb adds a <base> and a stylesheet
+    assert len(images) == 2 and len(grid) == 2 and len(htmls) == 1 and len(files) == 5 and HTML in files[htmls[0]].decode()  # wandb adds a <base> and a stylesheet
 
     report = do_import(media_run)
     assert not report.problems, report.problems
-    assert report.runs[0].media == 3
+    assert report.runs[0].media == 5
     run = Run.objects.get(public_id=report.runs[0].public_id)
     stored = {a.name: a for a in Artifact.objects.filter(run=run)}
     expected = {f"media/samples/board/step-{step}/{Path(p).name}": p for step, p in zip((1, 2), images, strict=True)}
     expected[f"media/report/step-2/{Path(htmls[0]).name}"] = htmls[0]
+    expected.update({f"media/grid/step-2/{Path(p).name}": p for p in grid})
     assert set(stored) == set(expected)
     for name, rel in expected.items():
         a = stored[name]
         assert (a.kind, a.status, a.size, a.sha256) == ("html" if "report" in name else "image", "ready",
                                                         len(files[rel]), hashlib.sha256(files[rel]).hexdigest())
-    image_shas = {hashlib.sha256(files[p]).hexdigest() for p in images}
+    image_shas = {hashlib.sha256(files[p]).hexdigest() for p in images + grid}
     assert set(BlobRef.objects.filter(run=run).values_list("sha", flat=True)) == image_shas
     assert run.status == "finished" and run.name == "media-run"
 
@@ -73,9 +76,9 @@ def test_media_become_artifacts_with_key_and_step(media_run: Path, do_import: An
     page = client.get(f"/p/demo/runs/{run.public_id}/artifacts/?kind=image")
     assert page.status_code == 200
     html = page.content.decode()
-    assert all(n in html for n in expected if "board" in n) and "media/report/" not in html
+    assert all(n in html for n in expected if "report" not in n) and "media/report/" not in html
     thumbs = re.findall(r'<img class="art-thumb" src="([^"]+)"', html)
-    assert len(thumbs) == 2
+    assert len(thumbs) == 4
     got = {client.get(t.replace("&amp;", "&")) for t in thumbs}
     assert {(r.status_code, r["Content-Type"]) for r in got} == {(200, "image/png")}
     assert {hashlib.sha256(r.content).hexdigest() for r in got} == image_shas
@@ -88,7 +91,7 @@ def test_media_become_artifacts_with_key_and_step(media_run: Path, do_import: An
     # A second import finds every file already there.
     again = do_import(media_run)
     assert not again.problems and again.runs[0].media == 0 and again.runs[0].public_id == run.public_id
-    assert Artifact.objects.filter(run=run).count() == 3 and BlobRef.objects.filter(run=run).count() == 2
+    assert Artifact.objects.filter(run=run).count() == 5 and BlobRef.objects.filter(run=run).count() == 4
 
     client.force_login(team.outsider)
     assert client.get(f"/p/demo/runs/{run.public_id}/artifacts/").status_code == 404
@@ -109,7 +112,7 @@ def test_missing_media_file_is_reported_and_the_rest_imports(media_run: Path, do
     message = report.problems[0]["message"]
     assert "history step 1" in message and "samples/board" in message and gone.name in message
     run = Run.objects.get(public_id=report.runs[0].public_id)
-    assert sorted(Artifact.objects.filter(run=run).values_list("kind", flat=True)) == ["html", "image"]
+    assert sorted(Artifact.objects.filter(run=run).values_list("kind", flat=True)) == ["html"] + ["image"] * 3
 
 
 @pytest.mark.django_db(transaction=True)
@@ -122,12 +125,13 @@ def test_deeprepo_import_cli_uploads_the_media(media_run: Path, team: Any, setti
     for _attempt in (1, 2):  # the second run finds every file already there
         assert main(["--url", live_server.url, "--api-key", team.key, "import", str(media_run)]) == 0, \
             capsys.readouterr().err
-        assert "3 media files" in capsys.readouterr().out
+        assert "5 media files" in capsys.readouterr().out
     run = Run.objects.get(project=team.project, name="media-run")
     stored = dict(Artifact.objects.filter(run=run, status="ready").values_list("name", "sha256"))
     assert sorted(stored.values()) == sorted(hashlib.sha256(b).hexdigest() for b in files.values())
     assert sorted(n.split("/step-")[0] + "/step-" + n.split("/step-")[1].split("/")[0] for n in stored) == [
-        "media/report/step-2", "media/samples/board/step-1", "media/samples/board/step-2"]
+        "media/grid/step-2", "media/grid/step-2", "media/report/step-2", "media/samples/board/step-1",
+        "media/samples/board/step-2"]
 
 
 @pytest.mark.browser
@@ -141,7 +145,7 @@ def test_artifacts_tab_shows_the_images(media_run: Path, do_import: Any, team: A
     page.wait_for_selector("img.art-thumb")
     # Both thumbnails decoded (a broken image has naturalWidth 0): the blob view served real PNGs.
     widths = page.eval_on_selector_all("img.art-thumb", "els => els.map(e => e.complete && e.naturalWidth)")
-    assert widths == [8, 8]
-    assert page.locator("table.art-table tbody tr").count() == 3
+    assert widths == [8, 8, 8, 8]
+    assert page.locator("table.art-table tbody tr").count() == 5
     page.screenshot(path=f"{screenshot_dir}/wandb-media-artifacts.png", full_page=True)
     assert page.watched.errors == []
