@@ -115,6 +115,18 @@ def test_missing_media_file_is_reported_and_the_rest_imports(media_run: Path, do
     assert sorted(Artifact.objects.filter(run=run).values_list("kind", flat=True)) == ["html"] + ["image"] * 3
 
 
+def test_media_survive_the_parse_child_process(media_run: Path, do_import: Any, settings: Any) -> None:
+    """Big inputs are parsed in a child process that pickles events: the bytes come through whole."""
+    settings.DEEPREPO_S3_BUCKET = ""
+    settings.DEEPREPO_IMPORT_PARSE_PROCESS_BYTES = 1
+    files = _files(media_run)
+    report = do_import(media_run)
+    assert not report.problems and report.runs[0].media == 5
+    run = Run.objects.get(public_id=report.runs[0].public_id)
+    assert sorted(Artifact.objects.filter(run=run).values_list("sha256", flat=True)) == sorted(
+        hashlib.sha256(b).hexdigest() for b in files.values())
+
+
 @pytest.mark.django_db(transaction=True)
 def test_deeprepo_import_cli_uploads_the_media(media_run: Path, team: Any, settings: Any, live_server: Any,
                                                capsys: Any) -> None:
