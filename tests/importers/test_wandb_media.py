@@ -155,6 +155,12 @@ def test_artifacts_tab_shows_the_images(media_run: Path, do_import: Any, team: A
     page = browser_page(team.viewer)
     page.goto(f"{live_server.url}/p/demo/runs/{run_id}/artifacts/")
     page.wait_for_selector("img.art-thumb")
+    # Wait for every thumbnail to finish loading (or failing) before looking at what it decoded to.
+    # (polled from here: the page's CSP forbids the string eval that wait_for_function uses)
+    for _ in range(100):
+        if page.eval_on_selector_all("img.art-thumb", "els => els.every(e => e.complete)"):
+            break
+        page.wait_for_timeout(100)
     # Both thumbnails decoded (a broken image has naturalWidth 0): the blob view served real PNGs.
     widths = page.eval_on_selector_all("img.art-thumb", "els => els.map(e => e.complete && e.naturalWidth)")
     assert widths == [8, 8, 8, 8]
