@@ -167,3 +167,13 @@ def test_artifacts_tab_shows_the_images(media_run: Path, do_import: Any, team: A
     assert page.locator("table.art-table tbody tr").count() == 5
     page.screenshot(path=f"{screenshot_dir}/wandb-media-artifacts.png", full_page=True)
     assert page.watched.errors == []
+
+
+def test_artifact_names_never_escape_media() -> None:
+    """A logged key is free text: '..', empty and '.' segments cannot climb out of media/<key>/."""
+    from deeprepo_client.formats.wandb_media import artifact_kind, artifact_name
+
+    record: Any = {"key": "../a//./b\\c", "step": 7, "kind": "object3D", "name": "media/object3D/x_7_ab.glb",
+                   "data": b""}
+    assert artifact_name(record) == "media/_/a/_/_/b/c/step-7/x_7_ab.glb"
+    assert artifact_kind(record) == "media"
