@@ -9,13 +9,16 @@ the same source twice stores nothing twice, so an interrupted import is finished
 from __future__ import annotations
 
 import sys
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .records import Event, MetricsEvent, Problem, RolloutsEvent, RunEvent
-from .transport import Transport
+from .artifacts import ArtifactUploadError, upload_artifact
+from .formats.wandb_media import artifact_kind, artifact_name
+from .records import Event, MediaEvent, MetricsEvent, Problem, RolloutsEvent, RunEvent
+from .transport import Refused, Transport
 
 ROLLOUTS_PER_REQUEST = 200
 _RUN_FIELDS = ("name", "kind", "model", "adapter", "environment", "method", "config", "tags", "notes",
@@ -29,6 +32,7 @@ class Sent:
     rollouts: int = 0
     problems: list[str] = field(default_factory=list)
     fatal: bool = False
+    media: int = 0  # media files the server has as artifacts (new or already there)
 
 
 def _create(transport: Transport, record: dict[str, Any]) -> str:
@@ -38,6 +42,22 @@ def _create(transport: Transport, record: dict[str, Any]) -> str:
     if record.get("summary"):
         transport.request("PATCH", f"/runs/{run['id']}", {"summary": record["summary"]})
     return str(run["id"])
+
+
+def _send_media(ev: MediaEvent, run: str, transport: Transport, sent: Sent) -> None:
+    """Each file as a run artifact named by key and step (what a server-side import makes too)."""
+    with tempfile.TemporaryDirectory(prefix="deeprepo-media-") as tmp:
+        for i, record in enumerate(ev.media):
+            # One file each: the upload's resume state is keyed by path, size and mtime.
+            spool = Path(tmp) / str(i)
+            spool.write_bytes(record["data"])
+            try:
+                upload_artifact(transport, run, spool, kind=artifact_kind(record), name=artifact_name(record),
+                                resume_dir=Path(tmp) / "resume")
+            except (ArtifactUploadError, Refused) as exc:
+                sent.problems.append(f"{record['kind']} {record['key']!r} at step {record['step']} not sent: {exc}")
+                continue
+            sent.media += 1
 
 
 def send_events(events: Iterable[Event], transport: Transport) -> Sent:
@@ -63,6 +83,8 @@ def send_events(events: Iterable[Event], transport: Transport) -> Sent:
                 chunk = ev.rollouts[i:i + ROLLOUTS_PER_REQUEST]
                 answer = transport.request("POST", f"/runs/{run_id(ev.ref)}/rollouts", chunk)
                 sent.rollouts += int(answer.get("stored", 0))
+        elif isinstance(ev, MediaEvent):
+            _send_media(ev, run_id(ev.ref), transport, sent)
     for ref, record in records.items():
         status = record.get("status")
         if ref in sent.runs and status in ("finished", "failed", "cancelled", "crashed"):
@@ -85,7 +107,8 @@ def source_events(source: str, experiment: str | None) -> Iterable[Event]:
 def report(sent: Sent, transport: Transport) -> int:
     for ref, rid in sent.runs.items():
         print(f"{ref}: run {rid} ({transport.url})")
-    print(f"{len(sent.runs)} run(s), {sent.points} new points, {sent.rollouts} new rollouts")
+    print(f"{len(sent.runs)} run(s), {sent.points} new points, {sent.rollouts} new rollouts"
+          + (f", {sent.media} media files" if sent.media else ""))
     for line in sent.problems[:50]:
         print(f"  {line}", file=sys.stderr)
     return 1 if sent.fatal or not sent.runs else 0

@@ -70,6 +70,17 @@ class MetricPoint(TypedDict, total=False):
     values: dict[str, float | None]  # required
 
 
+class MediaRecord(TypedDict, total=False):
+    """A media file logged outside tables (W&B `wandb.log({"sample": wandb.Image(...)})`)."""
+
+    key: str  # required: the logged key, e.g. "samples/board"
+    step: int  # required
+    kind: str  # required: image | html | audio | video | file
+    name: str  # required: the file's path in the run, e.g. "media/images/samples/board_0_ac07.png"
+    caption: str
+    data: bytes  # required: the file's bytes (parsers read them so events outlive a zip's temp folder)
+
+
 class RunRecord(TypedDict, total=False):
     name: str  # required
     kind: Literal["train", "eval"]
@@ -118,6 +129,12 @@ class RewardsEvent:
 
 
 @dataclass
+class MediaEvent:
+    ref: str
+    media: list[MediaRecord]
+
+
+@dataclass
 class Problem:
     """Something that could not be read. Parsing goes on after it."""
 
@@ -131,7 +148,7 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-Event = RunEvent | MetricsEvent | RolloutsEvent | RewardsEvent | Problem
+Event = RunEvent | MetricsEvent | RolloutsEvent | RewardsEvent | MediaEvent | Problem
 
 
 @dataclass

@@ -42,10 +42,14 @@ def artifact_list(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     if kind:
         rows = rows.filter(kind=kind)
     page = Paginator(rows.order_by("-created_at", "-pk"), PER_PAGE).get_page(request.GET.get("page"))
+    # Imported images (W&B media) are also blobs of the run: those get a thumbnail from the blob view.
+    shas = [a.sha256 for a in page if a.kind == "image"]
+    thumbs = set(BlobRef.objects.filter(run=run, sha__in=shas).values_list("sha", flat=True)) if shas else set()
     context = {
         "project": run.project,
         "run": run,
         "page": page,
+        "thumbs": thumbs,
         "kind": kind,
         "kinds": kinds,
         "total": sum(k["n"] for k in kinds),

@@ -13,8 +13,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from deeprepo_client.formats import patch_touches_tests
-from deeprepo_client.records import MetricsEvent, RewardsEvent, RolloutsEvent, RunEvent
+from deeprepo_client.records import MediaEvent, MetricsEvent, RewardsEvent, RolloutsEvent, RunEvent
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.importers.media import media_store
 from deeprepo_web.importers.report import ImportReport, RunReport, exc_line
 from deeprepo_web.importers.writers import REFUSED, Writers, batch_transaction, rollouts_save
 from deeprepo_web.runs import services as runs
@@ -22,6 +23,7 @@ from deeprepo_web.runs.ingest.metrics import metrics_ingest, series_cache_clear
 from deeprepo_web.runs.ingest.pg import dumps
 from deeprepo_web.runs.ingest.rollouts import example_key_hash
 from deeprepo_web.runs.models import Run, RunKind, RunStatus
+from deeprepo_web.storage import StorageError
 from deeprepo_web.text import clean_deep
 
 
@@ -141,6 +143,18 @@ class Importer:
             self.writers.submit(ev.ref, run, records)  # type: ignore[arg-type]
             for ref, outcome in self.writers.done():
                 self._stored(ref, outcome)
+
+    def media(self, ev: MediaEvent) -> None:
+        run = self.run_for(ev.ref)
+        try:
+            added, problems = media_store(run, ev.media)
+        except (*REFUSED, StorageError) as exc:
+            self._batch_problem(ev.ref, f"{len(ev.media)} media files", exc)
+            return
+        self.by_ref[ev.ref].media += added
+        for message in problems:
+            self.report.problem(self.display(self.report.path), None,
+                                f"run {self.by_ref[ev.ref].name!r}: media not stored: {message}")
 
     def drain(self) -> None:
         """Wait for the batches the writer threads still hold (before rewards look up rollouts, and at the end)."""

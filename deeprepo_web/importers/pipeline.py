@@ -20,7 +20,7 @@ from django.db import connection
 
 from deeprepo_client.formats import ZipLimits, detect, parse
 from deeprepo_client.formats.piped import parse_piped
-from deeprepo_client.records import MetricsEvent, Problem, RewardsEvent, RolloutsEvent, RunEvent
+from deeprepo_client.records import MediaEvent, MetricsEvent, Problem, RewardsEvent, RolloutsEvent, RunEvent
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.importers.importer import Importer
 from deeprepo_web.importers.report import ImportReport
@@ -131,6 +131,8 @@ def _consume(imp: Importer, report: ImportReport, events: Iterable[Any], progres
         elif isinstance(ev, RolloutsEvent):
             imp.rollouts(ev)
             report.rows += len(ev.rollouts)
+        elif isinstance(ev, MediaEvent):
+            imp.media(ev)
         elif isinstance(ev, RewardsEvent):
             imp.drain()  # rewards look for rollouts: every batch before them is stored first
             imp.rewards(ev)

@@ -18,6 +18,7 @@ class RunReport:
     rollouts_received: int = 0
     rollouts: int = 0  # new rows stored
     points: int = 0  # new metric values stored
+    media: int = 0  # new media files kept as artifacts (W&B images, HTML, audio, video)
     rewards_attached: int = 0  # rollouts of this run that got a reward from another file
 
 

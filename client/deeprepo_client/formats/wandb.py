@@ -21,6 +21,7 @@ from ._batches import batch_points, batch_rollouts
 from ._protowire import WireError
 from ._values import num
 from .wandb_log import Damage, is_wandb_log, records  # noqa: F401 (is_wandb_log: for detection)
+from .wandb_media import batch_media, media_records, media_refs
 from .wandb_records import ALL, record
 from .wandb_tables import table_rollouts
 
@@ -163,6 +164,8 @@ class _History:
         self.cache: dict[str, str | None] = {}
         self.tables: list[tuple[str, int, str]] = []
         self.seen_tables: set[str] = set()
+        self.media: list[tuple[str, int, str, str, str]] = []  # key, step, kind, path, caption
+        self.seen_media: set[str] = set()
         self.last_step = 0
 
     def points(self) -> Iterator[MetricPoint | Problem]:
@@ -204,6 +207,11 @@ class _History:
             if path not in self.seen_tables:
                 self.seen_tables.add(path)
                 self.tables.append((key, step, path))
+            return
+        for kind, rel, caption in media_refs(value):
+            if rel not in self.seen_media:  # a summary repeats the last file; once is enough
+                self.seen_media.add(rel)
+                self.media.append((key, step, kind, rel, caption))
 
     def rollouts(self) -> Iterator[RolloutRecord | Problem]:
         for key, step, rel in self.tables:
@@ -228,6 +236,7 @@ def _parse_log(log: Path, ref: str) -> Iterator[Event]:
     history = _History(log, meta)
     yield from batch_points(ref, history.points())
     yield from batch_rollouts(ref, history.rollouts())
+    yield from batch_media(ref, media_records(log, history.media))
 
 
 def parse(path: Path, partial_ok: bool = False) -> Iterator[Event]:

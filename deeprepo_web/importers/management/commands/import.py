@@ -20,6 +20,8 @@ def report_lines(report: ImportReport) -> list[str]:
         detail = f"{r.rollouts} rollouts, {r.points} points"
         if r.rollouts_received > r.rollouts:
             detail += f", {r.rollouts_received - r.rollouts} already there"
+        if r.media:
+            detail += f", {r.media} media files"
         if r.rewards_attached:
             detail += f", rewards on {r.rewards_attached} rollouts"
         lines.append(f"{verb} run {r.name} ({detail}): {r.public_id}")
