@@ -29,9 +29,9 @@ class RolloutCost:
 
     @property
     def total(self) -> float | None:
-        if self.root is None and self.sub is None:
-            return None
-        return (self.root or 0.0) + (self.sub or 0.0)
+        if self.root is None or self.sub is None:
+            return None  # a part without a price makes the whole unknown, never cheaper than it was
+        return self.root + self.sub
 
 
 def rollout_cost(
