@@ -53,8 +53,8 @@ def seeded_size(url: str) -> int | None:
         return None
 
 
-def seed(size: int, reuse: bool) -> tuple[str, float | None]:
-    name = f"bench_pages_{size}"
+def seed(size: int, reuse: bool, prefix: str = "bench_pages") -> tuple[str, float | None]:
+    name = f"{prefix}_{size}"
     url = db_url(name)
     if reuse and seeded_size(url) == size:
         return url, None
@@ -78,7 +78,29 @@ def targets(url: str) -> dict[str, Any]:
         rollout = conn.execute("SELECT id FROM runs_rollout WHERE run_id = %s ORDER BY id LIMIT 1 OFFSET 7",
                                [run_pk]).fetchone()
         config_key = "config.lr"
+        mark_label(conn)
     return {"run": public_id, "long": long_id, "rollout": rollout[0] if rollout else None, "group": config_key}
+
+
+BENCH_LABEL = "bench-gives-up"
+
+
+def mark_label(conn: psycopg.Connection[Any]) -> None:
+    """A label on 5 % of the rollouts of every other run (once): the explorer's labels column and label
+    filter then have marks to count and runs to leave out."""
+    project_id = conn.execute("SELECT id FROM accounts_project WHERE slug = %s", [SLUG]).fetchone()[0]
+    if conn.execute("SELECT 1 FROM labels_label WHERE project_id = %s AND name = %s",
+                    [project_id, BENCH_LABEL]).fetchone():
+        return
+    label_id = conn.execute(
+        "INSERT INTO labels_label (project_id, name, colour, description, created_at) "
+        "VALUES (%s, %s, '#d9480f', '', now()) RETURNING id", [project_id, BENCH_LABEL]).fetchone()[0]
+    conn.execute(
+        "INSERT INTO labels_mark (label_id, rollout_id, run_id, turn_index, note, status, source, created_at) "
+        "SELECT %s, r.id, r.run_id, NULL, '', 'confirmed', 'bench', now() FROM runs_rollout r "
+        "JOIN runs_run u ON u.id = r.run_id WHERE u.project_id = %s AND u.id %% 2 = 0 AND r.id %% 20 = 0",
+        [label_id, project_id])
+    conn.execute("ANALYZE labels_mark")
 
 
 def login(client: httpx.Client) -> None:
@@ -120,6 +142,7 @@ def pages(t: dict[str, Any]) -> dict[str, tuple[str, dict[str, str] | None]]:
         "explorer_filter_q": (f"/p/{SLUG}/?q=qwen3-8b", hx),
         "explorer_sort_metric": (f"/p/{SLUG}/?sort=-metric:reward", hx),
         "explorer_group_config": (f"/p/{SLUG}/?group={t['group']}&page=3", hx),
+        "explorer_label": (f"/p/{SLUG}/?label={BENCH_LABEL}", hx),
         "run_page": (run, None),
         "run_status": (run + "status/", None),
         "grpo_health": (run + "health/", None),
@@ -140,11 +163,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--reuse", action="store_true", help="keep an already seeded bench database of that size")
+    parser.add_argument("--db-prefix", default="bench_pages", help="scratch databases are <prefix>_<size>")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     result: dict[str, Any] = {"requests_per_page": args.requests, "sizes": {}, "seed_seconds": {}}
     for size in sizes:
-        url, seconds = seed(size, args.reuse)
+        url, seconds = seed(size, args.reuse, args.db_prefix)
         if seconds is not None:
             result["seed_seconds"][str(size)] = round(seconds, 1)
         t = targets(url)

@@ -8,6 +8,7 @@ exactly as the template engine does, at a fraction of the cost.
 from __future__ import annotations
 
 import math
+from urllib.parse import urlencode
 
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils import timezone
@@ -17,6 +18,8 @@ from django.utils.text import Truncator
 
 from deeprepo_web.explorer.selectors import RunReward
 from deeprepo_web.explorer.templatetags import explorer_format
+from deeprepo_web.labels.selectors import RunLabelCount
+from deeprepo_web.labels.templatetags.label_tags import text_colour
 from deeprepo_web.runs.models import Run
 
 SPARK_W, SPARK_H = 120, 22
@@ -47,6 +50,7 @@ _RUN_ROW_HTML = (
     '<td class="clip" title="{model}">{model_shown}</td>'
     '<td class="clip" title="{environment}">{environment_shown}</td>'
     '<td class="tags">{tags}</td>'
+    '<td class="labels">{labels}</td>'
     '<td class="nowrap muted" title="{when}">{when_ago}</td>'
     '<td class="num nowrap">{duration}</td>'
     '<td class="num reward"{reward_title}>{reward}</td>'
@@ -58,6 +62,25 @@ _SPARK_HTML = (
     '<polyline points="{points}"/></svg>'
 )
 MAX_TAGS_SHOWN = 4
+MAX_LABELS_SHOWN = 3
+COLUMNS = 12
+_LABEL_HTML = (
+    '<a class="label-chip small" href="{url}rollouts/?{qs}" style="--lc: {colour}; --lt: {text}" '
+    'title="{n} rollout{s} marked {name}">{name} <b>{n}</b></a>'
+)
+
+
+def labels_cell(labels: list[RunLabelCount], *, run_url: str) -> SafeString:
+    """The run's labels with their counts of marked rollouts, each a link to those rollouts."""
+    cell = SafeString(" ".join(
+        format_html(_LABEL_HTML, url=run_url, qs=urlencode({"label": c.name}), colour=c.colour,
+                    text=text_colour(c.colour), n=c.rollouts, s="" if c.rollouts == 1 else "s", name=c.name)
+        for c in labels[:MAX_LABELS_SHOWN]
+    ))
+    if len(labels) > MAX_LABELS_SHOWN:
+        rest = ", ".join(f"{c.name} {c.rollouts}" for c in labels[MAX_LABELS_SHOWN:])
+        cell += format_html(' <span class="muted small" title="{}">+{}</span>', rest, len(labels) - MAX_LABELS_SHOWN)
+    return cell
 
 
 def clip(text: str, length: int) -> str:
@@ -66,7 +89,7 @@ def clip(text: str, length: int) -> str:
 
 
 def run_row_html(run: Run, *, url: str, reward: RunReward | None, group_key: str,
-                 group: str | None) -> SafeString:
+                 group: str | None, labels: list[RunLabelCount] | None = None) -> SafeString:
     """The table row of `run` (preceded by a group header row when `group` starts a new group)."""
     tags = run.tags or []
     shown = format_html_join("", '<span class="tag">{}</span>', ((t,) for t in tags[:MAX_TAGS_SHOWN]))
@@ -91,6 +114,7 @@ def run_row_html(run: Run, *, url: str, reward: RunReward | None, group_key: str
         environment=run.environment,
         environment_shown=run.environment or "—",
         tags=shown,
+        labels=labels_cell(labels, run_url=url) if labels else "",
         when=timezone.localtime(when).strftime("%Y-%m-%d %H:%M:%S"),
         when_ago=naturaltime(when),
         duration=explorer_format.duration(run.duration_seconds),
@@ -100,5 +124,5 @@ def run_row_html(run: Run, *, url: str, reward: RunReward | None, group_key: str
     )
     if group is None:
         return html
-    return format_html('<tr class="group-row"><td colspan="11"><span class="muted">{} =</span> <strong>{}</strong>'
-                       "</td></tr>{}", group_key, group, html)
+    return format_html('<tr class="group-row"><td colspan="{}"><span class="muted">{} =</span> <strong>{}</strong>'
+                       "</td></tr>{}", COLUMNS, group_key, group, html)

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import connection
 
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.labels.selectors import label_names, runs_marked_with, with_label_counts
 from deeprepo_web.runs.ingest.metrics import ROLLUP_WIDTHS
 from deeprepo_web.runs.models import MetricSeries, Run
 from deeprepo_web.runs.selectors import finite_or_none
@@ -31,6 +32,7 @@ class RunQuery:
     environment: str = ""
     tag: str = ""
     q: str = ""
+    label: str = ""  # runs with at least one rollout carrying this label (labels app)
     sort: str = "-created"
     group: str = ""  # what was typed: a config key, dotted or not, with or without "config."
     group_paths: tuple[str, ...] = ()  # the existing dotted keys it names (grouping.group_paths)
@@ -61,6 +63,8 @@ def run_table(*, project: Project, query: RunQuery, page: int = 1, per_page: int
         qs = qs.filter(tags__contains=[query.tag])
     if query.q:
         qs = qs.filter(Q(name__icontains=query.q) | Q(notes__icontains=query.q))
+    if query.label:
+        qs = qs.filter(runs_marked_with(project=project, name=query.label))
     order: list[Any] = []
     paths = [p.split(".") for p in query.group_paths]
     if not paths and (path := _config_path(query.group)) is not None:
@@ -82,6 +86,8 @@ def run_table(*, project: Project, query: RunQuery, page: int = 1, per_page: int
         order.append(F(column).desc(nulls_last=True) if desc else F(column).asc(nulls_last=True))
     order.append("-id")
     start = (max(page, 1) - 1) * per_page
+    # With a label chosen, the labels column counts that label alone; else every label, most first.
+    qs = with_label_counts(qs, name=query.label)
     rows = list(qs.order_by(*order)[start : start + per_page + 1])
     return rows[:per_page], len(rows) > per_page
 
@@ -108,6 +114,7 @@ def run_facets(*, project: Project) -> dict[str, list[str]]:
             [project.pk],
         )
         out["metric"] = [row[0] for row in cur.fetchall()]
+    out["label"] = label_names(project=project)[:200]
     return out
 
 

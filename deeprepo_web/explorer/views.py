@@ -25,6 +25,7 @@ from deeprepo_web.explorer.health import grpo_health
 from deeprepo_web.explorer.live import POLL_ACTIVE, POLL_IDLE, run_live_state
 from deeprepo_web.explorer.rows import run_row_html
 from deeprepo_web.front.http import STOP_POLLING, is_htmx, page_param
+from deeprepo_web.labels.selectors import run_label_counts, with_label_counts
 from deeprepo_web.runs.models import FINAL_RUN_STATUSES, MetricSeries, Rollout, Run, RunKind, RunStatus
 from deeprepo_web.runs.services import ingest_refusals
 
@@ -39,6 +40,7 @@ def _query(request: HttpRequest) -> selectors.RunQuery:
         environment=get.get("environment", "")[:500],
         tag=get.get("tag", "")[:200],
         q=get.get("q", "").strip()[:200],
+        label=get.get("label", "")[:100],
         sort=get.get("sort", "-created")[:520] or "-created",
         group=get.get("group", "").strip()[:200],
     )
@@ -87,7 +89,8 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
                 previous = value
         # One reverse() per page, not per row: a run's URL is the project's plus its id.
         rows.append(run_row_html(run, url=f"{project_url}runs/{run.public_id}/", reward=rewards.get(run.pk),
-                                 group_key=" / ".join(query.group_paths) or query.group, group=group))
+                                 group_key=" / ".join(query.group_paths) or query.group, group=group,
+                                 labels=run_label_counts(run)))
     sort_desc = query.sort.startswith("-")
     context: dict[str, Any] = {
         "project": proj,
@@ -126,11 +129,12 @@ def project_rows(request: HttpRequest, slug: str) -> JsonResponse:
     """Fresh table rows of the given runs: the explorer re-reads its running rows with this."""
     proj, _ = access.project_for_user(request.user, slug)
     ids = [i for i in request.GET.get("ids", "").split(",") if i][:MAX_LIVE_ROWS]
-    runs = list(Run.objects.filter(project=proj, public_id__in=ids))
+    runs = list(with_label_counts(Run.objects.filter(project=proj, public_id__in=ids),
+                                  name=request.GET.get("label", "")[:100]))
     rewards = _rewards(runs)
     project_url = reverse("project", args=[proj.slug])
     rows = {run.public_id: run_row_html(run, url=f"{project_url}runs/{run.public_id}/", reward=rewards.get(run.pk),
-                                        group_key="", group=None) for run in runs}
+                                        group_key="", group=None, labels=run_label_counts(run)) for run in runs}
     return JsonResponse({"rows": rows})
 
 

@@ -23,7 +23,7 @@ def test_run_row_escapes_and_shows_every_cell() -> None:
 
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert 'aria-label="Select &quot;&gt;&lt;script&gt;' in html  # the attribute cannot be broken out of
-    assert html.startswith('<tr class="group-row"><td colspan="11"><span class="muted">config.lr =</span>')
+    assert html.startswith('<tr class="group-row"><td colspan="12"><span class="muted">config.lr =</span>')
     assert '<a href="/p/s/runs/abc123/">' in html and "…</a>" in html  # the name is clipped at 80
     assert '<span class="muted small">@40</span>' in html
     assert '<span class="muted small">+2</span>' in html and html.count('class="tag"') == 4

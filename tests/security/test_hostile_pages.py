@@ -250,6 +250,7 @@ def _search_pages(team: Any, w: dict[str, Any], p: str) -> dict[str, str]:
         "search_regex": f"{p}/search/?q=on(error|load)&mode=regex",
         "search_prompt": f"{p}/search/?q=script&in=prompt",
         "search_label": f"{p}/search/?label={quote(label.name)}",
+        "explorer_label": f"{p}/?label={quote(label.name)}",  # the labels column and the label menu
         "labels": f"{p}/labels/",
         "judge": f"{p}/judge/",
         "error_signatures": f"{p}/runs/{w['run']}/errors/",

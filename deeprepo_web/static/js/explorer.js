@@ -66,6 +66,8 @@
     var base = document.getElementById("compare-link");
     if (!ids.length || !table || !base) return;
     var url = base.getAttribute("data-project-url") + "rows/?ids=" + ids.map(encodeURIComponent).join(",");
+    var label = document.querySelector('#run-filters select[name="label"]');
+    if (label && label.value) url += "&label=" + encodeURIComponent(label.value);  // the labels column counts it alone
     fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (r) { return r.ok ? r.json() : null; })
       .catch(function () { return null; })
