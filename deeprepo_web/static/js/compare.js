@@ -117,6 +117,9 @@
     })).then(function (results) { drawCurves(el, runs, results, key); });
   }
 
+  // Steps are whole numbers: ticks at 1, 2, 5, 10, ... never at 2.5.
+  var STEP_INCRS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6];
+
   function drawCurves(el, runs, results, key) {
     var steps = {};
     results.forEach(function (s) { if (s) s.step.forEach(function (x) { steps[x] = true; }); });
@@ -137,7 +140,7 @@
       p.textContent = "No run logged “" + key + "”."; el.appendChild(p); return;
     }
     curvePlot = new uPlot({ width: cssWidth(el, 560), height: 230, series: series, scales: { x: { time: false } },
-                            axes: [{ label: "step" }, {}] }, cols, el);
+                            axes: [{ label: "step", incrs: STEP_INCRS }, {}] }, cols, el);
     el.dataset.drawn = String(cols.length - 1);  // how many runs the chart shows (tests read it)
   }
 
@@ -154,7 +157,7 @@
         { label: "pass rate", stroke: "#2b8a3e", width: 1.5, dash: [2, 3], points: { size: 5, fill: "#2b8a3e" } }
       ],
       bands: [{ series: [3, 2], fill: band }],
-      axes: [{ label: "checkpoint step" }, { label: "reward" }]
+      axes: [{ label: "checkpoint step", incrs: STEP_INCRS }, { label: "reward" }]
     };
     new uPlot(opts, [d.steps, d.mean, d.lo, d.hi, d.pass], el);
   }
