@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from django import forms
 from django.http import HttpRequest
 
@@ -35,3 +37,28 @@ def form_error(form: forms.BaseForm, field: str, message: str, *, prefixes: tupl
             form.add_error(name, message if name != base or base == field else f"{field}: {message}")
             return
     form.add_error(None, f"{field}: {message}")
+
+
+def int_param(raw: str, name: str, errors: list[str]) -> int | None:
+    """A whole number from a query parameter; "" is None; anything else bad is one line in `errors`."""
+    if raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        errors.append(f"{name}: {raw[:40]!r} is not a whole number")
+        return None
+
+
+def float_param(raw: str, name: str, errors: list[str]) -> float | None:
+    """A finite number from a query parameter; "" is None; NaN, infinities and words go to `errors`."""
+    if raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        errors.append(f"{name}: {raw[:40]!r} is not a number")
+        return None
+    return value

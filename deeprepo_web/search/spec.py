@@ -7,10 +7,10 @@ and is ignored, so the rest of the search still runs.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any
 
+from deeprepo_web.front.http import float_param, int_param
 from deeprepo_web.search.texts import FIELD_LABELS
 
 MODES = {"words": "words and phrases", "substring": "exact substring", "regex": "regular expression"}
@@ -48,29 +48,6 @@ class SearchSpec:
         return {k: v for k, v in out.items() if v and not (k == "mode" and v == "words")}
 
 
-def _int(raw: str, name: str, errors: list[str]) -> int | None:
-    if raw == "":
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        errors.append(f"{name}: {raw[:40]!r} is not a whole number")
-        return None
-
-
-def _float(raw: str, name: str, errors: list[str]) -> float | None:
-    if raw == "":
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        errors.append(f"{name}: {raw[:40]!r} is not a number")
-        return None
-    return value
-
-
 def spec_parse(params: Any) -> SearchSpec:
     errors: list[str] = []
     get = lambda name: (params.get(name) or "").strip()  # noqa: E731
@@ -97,8 +74,8 @@ def spec_parse(params: Any) -> SearchSpec:
     return SearchSpec(
         q=q, mode=mode, field=where, run=get("run")[:24], tool=get("tool")[:500], stop=get("stop")[:200],
         label=get("label")[:100],
-        step_min=_int(get("step_min"), "step_min", errors), step_max=_int(get("step_max"), "step_max", errors),
-        reward_min=_float(get("reward_min"), "reward_min", errors),
-        reward_max=_float(get("reward_max"), "reward_max", errors),
+        step_min=int_param(get("step_min"), "step_min", errors), step_max=int_param(get("step_max"), "step_max", errors),
+        reward_min=float_param(get("reward_min"), "reward_min", errors),
+        reward_max=float_param(get("reward_max"), "reward_max", errors),
         errors=errors,
     )

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from deeprepo_web.accounts import access
-from deeprepo_web.front.http import is_htmx, page_param
+from deeprepo_web.front.http import float_param, int_param, is_htmx, page_param
 from deeprepo_web.labels.selectors import label_names, marks_by_turn
 from deeprepo_web.runs.models import Example, Rollout, ToolCall, Turn
 from deeprepo_web.storage import blob_get
@@ -41,29 +41,6 @@ def _example(request: HttpRequest, slug: str, example_id: int) -> Example:
     return get_object_or_404(Example.objects, pk=example_id, project=project)
 
 
-def _int_param(raw: str, name: str, errors: list[str]) -> int | None:
-    if raw == "":
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        errors.append(f"{name}: {raw[:40]!r} is not a whole number")
-        return None
-
-
-def _float_param(raw: str, name: str, errors: list[str]) -> float | None:
-    if raw == "":
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        errors.append(f"{name}: {raw[:40]!r} is not a number")
-        return None
-    return value
-
-
 def _yes_no(raw: str, name: str, errors: list[str]) -> bool | None:
     if raw in ("", "any"):
         return None
@@ -80,10 +57,10 @@ def parse_rollout_filter(params: Any) -> tuple[selectors.RolloutFilter, list[str
     errors: list[str] = []
     get = lambda name: (params.get(name) or "").strip()  # noqa: E731
     f = selectors.RolloutFilter(
-        step=_int_param(get("step"), "step", errors),
+        step=int_param(get("step"), "step", errors),
         example=get("example")[:500],
-        reward_min=_float_param(get("reward_min"), "reward_min", errors),
-        reward_max=_float_param(get("reward_max"), "reward_max", errors),
+        reward_min=float_param(get("reward_min"), "reward_min", errors),
+        reward_max=float_param(get("reward_max"), "reward_max", errors),
         stop=get("stop")[:200],
         has_error=_yes_no(get("error"), "error", errors),
         truncated=_yes_no(get("truncated"), "truncated", errors),
@@ -139,7 +116,7 @@ def groups(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         # Default: the latest step (the whole eval when the run has no steps).
         step = steps[-1] if steps else None
     else:
-        step = _int_param(raw, "step", errors)
+        step = int_param(raw, "step", errors)
         if step is None:
             step = steps[-1] if steps else None
     page = page_param(request)
