@@ -14,18 +14,11 @@ import json
 import re
 from typing import Any
 
+from ._values import json_container
+
 _LEGACY_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
                  "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
 _INDEXED = re.compile(r"gen_ai\.(prompt|completion)\.(\d+)\.(.+)")
-
-
-def _json_or(value: Any) -> Any:
-    if isinstance(value, str) and value[:1] in "[{":
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 def _text(value: Any) -> str:
@@ -33,7 +26,7 @@ def _text(value: Any) -> str:
 
 
 def _arguments(value: Any) -> Any:
-    return _json_or(value) if isinstance(value, str) else value
+    return json_container(value) if isinstance(value, str) else value
 
 
 def _call(raw: dict[str, Any]) -> dict[str, Any]:
@@ -85,14 +78,14 @@ def message(raw: Any, role: str | None = None) -> dict[str, Any]:
 
 
 def _message_list(value: Any) -> list[dict[str, Any]]:
-    value = _json_or(value)
+    value = json_container(value)
     if isinstance(value, dict):
         value = [value]
     return [message(m) for m in value] if isinstance(value, list) else []
 
 
 def _system(value: Any) -> str | None:
-    value = _json_or(value)
+    value = json_container(value)
     if value is None:
         return None
     if isinstance(value, list):

@@ -48,6 +48,16 @@ def tokens(v: Any) -> int | None:
     return int(f)
 
 
+def json_container(v: Any) -> Any:
+    """A string holding a JSON object or list, decoded; anything else (or undecodable text) as it is."""
+    if isinstance(v, str) and v[:1] in "[{":
+        try:
+            return loads(v)
+        except ValueError:
+            return v
+    return v
+
+
 def maybe_json(v: Any) -> Any:
     """Decode a JSON-encoded string field; leave anything else (or undecodable text) as it is."""
     if isinstance(v, str):

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..records import MetricPoint, RolloutRecord, RunRecord
 from ._genai_trace import rollout_from_items
+from ._values import json_container
 
 _STATUS = {"FINISHED": "finished", "FAILED": "failed", "KILLED": "cancelled", "RUNNING": "running",
            "SCHEDULED": "queued"}
@@ -111,15 +112,6 @@ def _hex(span_id: Any) -> str:
         return str(span_id)
 
 
-def _loaded(value: Any) -> Any:
-    if isinstance(value, str) and value[:1] in "[{":
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
 def _chat_attrs(inputs: Any, outputs: Any, attrs: dict[str, Any]) -> dict[str, Any]:
     gen: dict[str, Any] = {}
     messages = inputs.get("messages") if isinstance(inputs, dict) else inputs
@@ -136,7 +128,7 @@ def _chat_attrs(inputs: Any, outputs: Any, attrs: dict[str, Any]) -> dict[str, A
         gen["gen_ai.output.messages"] = [outputs]
     elif isinstance(outputs, str):
         gen["gen_ai.output.messages"] = [{"role": "assistant", "content": outputs}]
-    usage = _loaded(attrs.get("mlflow.chat.tokenUsage"))
+    usage = json_container(attrs.get("mlflow.chat.tokenUsage"))
     if isinstance(usage, dict):
         gen.setdefault("gen_ai.usage.input_tokens", usage.get("input_tokens"))
         gen.setdefault("gen_ai.usage.output_tokens", usage.get("output_tokens"))
@@ -150,7 +142,7 @@ def span_item(span: dict[str, Any]) -> dict[str, Any]:
     """An MLflow span (REST or Trace.to_json) as a GenAI span item for `_genai_trace`."""
     attrs = _attributes(span.get("attributes"))
     kind = str(attrs.get("mlflow.spanType") or "")
-    inputs, outputs = _loaded(attrs.get("mlflow.spanInputs")), _loaded(attrs.get("mlflow.spanOutputs"))
+    inputs, outputs = json_container(attrs.get("mlflow.spanInputs")), json_container(attrs.get("mlflow.spanOutputs"))
     gen = {k: v for k, v in attrs.items() if not k.startswith("mlflow.")}
     op = _OPS.get(kind)
     if op:
