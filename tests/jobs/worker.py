@@ -79,6 +79,9 @@ def start_worker(db_name: str, secret_key: str, concurrency: int = 4, sync_secon
         "DEEPREPO_JOB_SYNC_SECONDS": str(sync_seconds),
         "DEEPREPO_JOB_DISPATCH_ATTEMPTS": "3",
         "DEEPREPO_JOB_RETRY_SECONDS": "0.5",
+        # Beat's search indexer reads the runs tables in one transaction; a pass that overlaps a
+        # test's TRUNCATE flush can deadlock with it. Tests that search index by calling it.
+        "DEEPREPO_SEARCH_INDEX_SECONDS": "86400",
         "DJANGO_SETTINGS_MODULE": "deeprepo_web.settings",
     }
     env.update(extra_env or {})
