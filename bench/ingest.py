@@ -22,6 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -162,14 +163,14 @@ def copy_rollouts(url: str, records: list[dict[str, Any]]) -> dict[str, Any]:
 # ------------------------------------------------------------------ through the client and raw HTTP
 
 
-def client_points(site: str, key: str, values: list[dict[str, float]], spool: str) -> dict[str, Any]:
+def _through_client(site: str, key: str, name: str, log: Callable[[Any], None], spool: str) -> dict[str, Any]:
+    """Time `log(run)` and the finish() after it, for a run logged through the client as a trainer does."""
     import deeprepo_client
 
-    run = deeprepo_client.init(name="bench-client-points", url=site, api_key=key, spool_dir=spool)
+    run = deeprepo_client.init(name=name, url=site, api_key=key, spool_dir=spool)
 
     def load() -> dict[str, Any]:
-        for s, vals in enumerate(values):
-            run.log(vals, step=s, time_=T0 + s)
+        log(run)
         logged = time.perf_counter()
         summary = run.finish()
         return {"finish_s": round(time.perf_counter() - logged, 3), "summary": dict(summary)}
@@ -177,23 +178,22 @@ def client_points(site: str, key: str, values: list[dict[str, float]], spool: st
     out = measure(load)
     out["run_id"] = run.id
     return out
+
+
+def client_points(site: str, key: str, values: list[dict[str, float]], spool: str) -> dict[str, Any]:
+    def log(run: Any) -> None:
+        for s, vals in enumerate(values):
+            run.log(vals, step=s, time_=T0 + s)
+
+    return _through_client(site, key, "bench-client-points", log, spool)
 
 
 def client_rollouts(site: str, key: str, records: list[dict[str, Any]], spool: str) -> dict[str, Any]:
-    import deeprepo_client
-
-    run = deeprepo_client.init(name="bench-client-rollouts", url=site, api_key=key, spool_dir=spool)
-
-    def load() -> dict[str, Any]:
+    def log(run: Any) -> None:
         for i in range(0, len(records), 64):
             run.log_rollouts(records[i : i + 64])
-        logged = time.perf_counter()
-        summary = run.finish()
-        return {"finish_s": round(time.perf_counter() - logged, 3), "summary": dict(summary)}
 
-    out = measure(load)
-    out["run_id"] = run.id
-    return out
+    return _through_client(site, key, "bench-client-rollouts", log, spool)
 
 
 def raw_points(site: str, key: str, values: list[dict[str, float]], body_bytes: int) -> dict[str, Any]:
