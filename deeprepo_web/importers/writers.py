@@ -11,7 +11,6 @@ from typing import Any
 
 from django.db import DatabaseError, connection, transaction
 
-from deeprepo_web.runs.ingest.images import images_offload
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
 from deeprepo_web.runs.models import Run
 from deeprepo_web.runs.services import IngestError
@@ -23,7 +22,7 @@ REFUSED = (IngestError, DatabaseError, ValueError, TypeError, KeyError)
 
 def _rollouts_store(run: Run, records: list[dict[str, Any]]) -> int:
     with batch_transaction():
-        return rollouts_ingest(run=run, rollouts=images_offload(run=run, rollouts=records))
+        return rollouts_ingest(run=run, rollouts=records)
 
 
 def rollouts_save(run: Run, records: list[dict[str, Any]]) -> tuple[int, list[tuple[str, Exception]]]:

@@ -21,7 +21,6 @@ from deeprepo_web.api.auth import ingest_auth, read_auth, run_for
 from deeprepo_web.api.errors import loads, pydantic_error_line
 from deeprepo_web.front.http import MAX_PAGE
 from deeprepo_web.runs import schemas, selectors, services
-from deeprepo_web.runs.ingest.images import images_offload
 from deeprepo_web.runs.ingest.metrics import metrics_ingest as store_metrics
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest as store_rollouts
 from deeprepo_web.runs.models import Rollout, Run
@@ -137,8 +136,7 @@ def rollouts_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
     run = run_for(request, run_id, write=True)
     with _refusal_noted(request, run, "rollouts"):
         rollouts = _batch(request, schemas.rollout_batch, "rollouts")
-        rollouts = images_offload(run=run, rollouts=rollouts, body=request.body)  # base64 images -> blob store
-        stored = store_rollouts(run=run, rollouts=rollouts)
+        stored = store_rollouts(run=run, rollouts=rollouts, body=request.body)
     services.run_touch(run=run)
     return {"received": len(rollouts), "stored": stored}
 

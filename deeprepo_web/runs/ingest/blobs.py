@@ -37,7 +37,19 @@ _DATA_IMAGE = re.compile(
 _MIN_IMAGE_BYTES = 1024
 
 
-def _extract_images(text: str, refs: set[str]) -> tuple[str, list[dict[str, Any]]]:
+def image_blob(b64: str, fmt: str, refs: set[str]) -> dict[str, Any] | None:
+    """Base64 image data into the blob store (its sha added to `refs`): {sha, type, size}, or None
+    when it is not base64 after all."""
+    try:
+        raw = base64.b64decode("".join(b64.split()), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    sha = blob_put(raw)
+    refs.add(sha)
+    return {"sha": sha, "type": f"image/{'jpeg' if fmt == 'jpg' else fmt}", "size": len(raw)}
+
+
+def images_extract(text: str, refs: set[str]) -> tuple[str, list[dict[str, Any]]]:
     """Move inline base64 images to the blob store; the text keeps `![alt](blob:<sha>)` markers."""
     if "data:image/" not in text:  # the common case costs one substring search
         return text, []
@@ -47,14 +59,11 @@ def _extract_images(text: str, refs: set[str]) -> tuple[str, list[dict[str, Any]
         b64, alt, close = m.group("b64"), m.group("alt"), m.group("close")
         if len(b64) < _MIN_IMAGE_BYTES * 4 // 3 or (alt is not None and not close):
             return m.group(0)  # tiny, or an unterminated Markdown image: left as written
-        try:
-            raw = base64.b64decode("".join(b64.split()), validate=True)
-        except (binascii.Error, ValueError):
+        image = image_blob(b64, m.group("fmt"), refs)
+        if image is None:
             return m.group(0)  # not base64 after all: leave the text as it was
-        sha = blob_put(raw)
-        refs.add(sha)
-        fmt = "jpeg" if m.group("fmt") == "jpg" else m.group("fmt")
-        images.append({"sha": sha, "type": f"image/{fmt}", "size": len(raw)})
+        images.append(image)
+        sha = image["sha"]
         if alt is not None:
             return f"![{alt}](blob:{sha})"
         # A bare data URI: its ')' (if any) belonged to the surrounding text.
@@ -67,7 +76,7 @@ def body_split(text: str | None, refs: set[str], limit: int) -> tuple[str, str, 
     """Images out first, then the size threshold on what is left."""
     images: list[dict[str, Any]] = []
     if text:
-        text, images = _extract_images(text, refs)
+        text, images = images_extract(text, refs)
     kept, blob, size = _offload(text, refs, limit)
     return kept, blob, size, images
 

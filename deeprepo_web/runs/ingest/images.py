@@ -9,16 +9,13 @@ shows a thumbnail from the blob view. A transform of the records: the rest of in
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from typing import Any
 
 from django.db import connection
 
-from deeprepo_web.runs.ingest.blobs import _extract_images
+from deeprepo_web.runs.ingest.blobs import image_blob, images_extract
 from deeprepo_web.runs.models import Run
-from deeprepo_web.storage import blob_put
 
 _MARK = "data:image/"
 _WHOLE = re.compile(r"\s*data:image/(?P<fmt>[a-zA-Z0-9.+-]{1,20});base64,(?P<b64>[A-Za-z0-9+/=\s]+)")
@@ -26,14 +23,11 @@ _IMAGE_PARTS = ("image_url", "input_image", "image")
 
 
 def _put(b64: str, kind: str, refs: set[str], found: list[dict[str, Any]]) -> str | None:
-    try:
-        raw = base64.b64decode("".join(b64.split()), validate=True)
-    except (binascii.Error, ValueError):
+    image = image_blob(b64, kind, refs)
+    if image is None:
         return None  # not base64 after all: left as written
-    sha = blob_put(raw)
-    refs.add(sha)
-    found.append({"sha": sha, "type": f"image/{'jpeg' if kind == 'jpg' else kind}", "size": len(raw)})
-    return sha
+    found.append(image)
+    return str(image["sha"])
 
 
 def _string(text: str, refs: set[str], found: list[dict[str, Any]]) -> str:
@@ -43,7 +37,7 @@ def _string(text: str, refs: set[str], found: list[dict[str, Any]]) -> str:
     if whole:
         sha = _put(whole.group("b64"), whole.group("fmt").lower(), refs, found)
         return f"blob:{sha}" if sha else text
-    out, images = _extract_images(text, refs)
+    out, images = images_extract(text, refs)
     found.extend(images)
     return out
 

@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from deeprepo_web.runs.ingest.blobs import blob_refs_write
+from deeprepo_web.runs.ingest.images import images_offload
 from deeprepo_web.runs.ingest.rollouts import (
     _examples_upsert,
     _rollout_row,
@@ -105,6 +106,7 @@ def rollouts_replace(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
     were written (new or rebuilt). Records must have distinct uids."""
     if not rollouts:
         return 0
+    rollouts = images_offload(run=run, rollouts=rollouts)  # as rollouts_ingest does for new ones
     uids = [rollout_uid(r) for r in rollouts]
     with transaction.atomic(), connection.cursor() as cur, connection.wrap_database_errors:
         cur.execute("SELECT uid, id FROM runs_rollout WHERE run_id = %s AND uid = ANY(%s) FOR UPDATE",

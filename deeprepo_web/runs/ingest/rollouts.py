@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from deeprepo_web.analysis import behaviour as behaviour_stats
 from deeprepo_web.runs.ingest.blobs import blob_refs_write, body_split
+from deeprepo_web.runs.ingest.images import images_offload
 from deeprepo_web.runs.ingest.pg import dumps, execute_binary, next_ids
 from deeprepo_web.runs.models import Run
 from deeprepo_web.text import clean_text
@@ -138,12 +139,7 @@ def _rollouts_insert_new(rows: list[tuple[Any, ...]]) -> dict[str, int]:
     return dict(inserted.fetchall())
 
 
-def _records_prepare(run: Run, rollouts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Transforms of the records before anything is written (one place for them)."""
-    return rollouts
-
-
-def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
+def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]], body: bytes | None = None) -> int:
     """Store rollouts with their turns and tool calls; returns how many were new.
 
     Rollouts, turns and tool calls go in by COPY. A batch sent before (a retry) makes the rollout
@@ -152,7 +148,9 @@ def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
     """
     if not rollouts:
         return 0
-    rollouts = _records_prepare(run, rollouts)
+    # Every path (API, imports, OTLP) stores inline base64 images in the blob store, here. `body`,
+    # the request the records were read from: without a data URL in it nothing is scanned.
+    rollouts = images_offload(run=run, rollouts=rollouts, body=body)
     uids = [rollout_uid(r) for r in rollouts]
     now = timezone.now()
     with transaction.atomic(), connection.cursor() as cur, connection.wrap_database_errors:
