@@ -1,0 +1,49 @@
+"""The newest wandb SDK (the dev group's) logging a run into a live server, unmodified: only
+WANDB_BASE_URL and WANDB_API_KEY point it here."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deeprepo_web.runs.models import Artifact, Metric, MetricSeries, Rollout, Run
+from deeprepo_web.wandb_server.models import ConsoleLine, RunAlert
+from tests.wandb_server.sdk import run_script, sdk_env
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _points(run: Run, key: str) -> list[tuple[int, float]]:
+    series = MetricSeries.objects.get(run=run, key=key)
+    return [(m.step, m.value) for m in Metric.objects.filter(series=series).order_by("step")]
+
+
+def test_init_log_table_image_alert_finish(live_server: Any, team: Any, tmp_path: Path) -> None:
+    spec = {"id": "abc12345", "project": "grpo-math", "name": "grpo lr=1e-6", "steps": 20,
+            "config": {"lr": 1e-6, "model": {"name": "qwen-0.5b"}}, "tags": ["baseline"], "notes": "first try",
+            "group": "sweep-1", "job_type": "train", "define_metric": True, "print": True, "nan": True,
+            "table": [["2+2?", "4", 1.0], ["3+3?", "7", 0.0]], "image": True, "alert": "reward dropped",
+            "summary": {"best_reward": 0.9}}
+    run_script(sdk_env(live_server.url, team.key, tmp_path), spec)
+    run = Run.objects.get(project=team.project, source="wandb")
+    assert run.external_id == "grpo-math/abc12345" and run.name == "grpo lr=1e-6"
+    assert run.status == "finished" and run.finished_at is not None
+    assert run.config["lr"] == 1e-6 and run.config["model"] == {"name": "qwen-0.5b"}
+    assert set(run.tags) == {"baseline", "wandb:grpo-math", "group:sweep-1", "job_type:train"}
+    assert run.notes == "first try"
+    loss = _points(run, "loss")
+    assert [s for s, _ in loss] == list(range(0, 30))[: len(loss)] or len(loss) == 20
+    assert len(loss) == 20 and math.isnan(loss[0][1])
+    assert _points(run, "reward")[0][1] == math.inf
+    assert MetricSeries.objects.get(run=run, key="eval/acc").count == 10
+    assert MetricSeries.objects.get(run=run, key="eval_step").count == 10
+    assert run.summary["best_reward"] == 0.9 and run.summary["exit_code"] == 0
+    lines = [c.text for c in ConsoleLine.objects.filter(run=run).order_by("offset")]
+    assert [t for t in lines if t.startswith("step ")][:3] == ["step 0 loss nan", "step 1 loss 0.2", "step 2 loss 0.3"]
+    rollouts = list(Rollout.objects.filter(run=run).order_by("reward"))
+    assert [(r.final_answer, r.reward) for r in rollouts] == [("7", 0.0), ("4", 1.0)]
+    assert Artifact.objects.filter(run=run, name__startswith="media/board/", kind="image").count() == 1
+    assert list(RunAlert.objects.filter(run=run).values_list("title", "text")) == [("reward dropped", "reward collapsed")]
