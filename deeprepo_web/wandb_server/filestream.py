@@ -102,6 +102,7 @@ def _console(run: Run, writer: str, chunk: dict[str, Any]) -> int:
     for i, raw in enumerate(content):
         found = _CONSOLE.match(raw)
         text, ts, err = (found["text"], found["ts"], found["err"]) if found else (raw, "", None)
+        text = text.rstrip("\r\n")  # the legacy Python sender keeps the newline
         rows.append(ConsoleLine(run=run, writer=writer, offset=offset + i, stream="stderr" if err else "stdout",
                                 time=ts[:40], text=text))
     ConsoleLine.objects.bulk_create(rows, update_conflicts=True, unique_fields=["run", "writer", "offset"],

@@ -82,7 +82,8 @@ def upsert_bucket(_: Any, info: Info, input: dict[str, Any]) -> dict[str, Any]: 
         # {"key": {"value": v, "desc": …}}; W&B's own bookkeeping (_wandb) is not the user's config.
         values = {k: (v.get("value") if isinstance(v, dict) else v) for k, v in config.items() if k != "_wandb"}
     run, created = mapping.run_upsert(project=_ctx(info).key.project, fields=input, config=values)
-    return {"bucket": bucket_node(run), "inserted": created, "updateAvailable": False}
+    return {"bucket": bucket_node(run), "inserted": created, "updateAvailable": False,
+            "serverSettings": {"serverMessages": []}}
 
 
 def create_run_files(_: Any, info: Info, input: dict[str, Any]) -> dict[str, Any]:  # noqa: A002
@@ -124,6 +125,7 @@ RESOLVERS: dict[tuple[str, str], Callable[..., Any]] = {
     ("Project", "bucket"): project_bucket,
     ("Project", "run"): project_run,
     ("Project", "artifactType"): nothing,
+    ("Project", "artifact"): nothing,
     ("Mutation", "upsertBucket"): upsert_bucket,
     ("Mutation", "createRunFiles"): create_run_files,
     ("Mutation", "markRunFilesUploaded"): success,
