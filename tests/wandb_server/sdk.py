@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,5 +39,16 @@ def run_script(env: dict[str, str], spec: dict[str, Any], *, python: str = sys.e
 
 
 def start_script(env: dict[str, str], spec: dict[str, Any], *, python: str = sys.executable) -> subprocess.Popen[str]:
-    return subprocess.Popen([python, str(SCRIPT), json.dumps(spec)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([python, str(SCRIPT), json.dumps(spec)], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:
+    """Poll until check() is truthy (no fixed sleeps)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")

@@ -11,7 +11,7 @@ import pytest
 
 from deeprepo_web.runs.models import Artifact, Metric, MetricSeries, Rollout, Run
 from deeprepo_web.wandb_server.models import ConsoleLine, RunAlert
-from tests.wandb_server.sdk import run_script, sdk_env
+from tests.wandb_server.sdk import run_script, sdk_env, start_script, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,3 +47,48 @@ def test_init_log_table_image_alert_finish(live_server: Any, team: Any, tmp_path
     assert [(r.final_answer, r.reward) for r in rollouts] == [("7", 0.0), ("4", 1.0)]
     assert Artifact.objects.filter(run=run, name__startswith="media/board/", kind="image").count() == 1
     assert list(RunAlert.objects.filter(run=run).values_list("title", "text")) == [("reward dropped", "reward collapsed")]
+
+
+def test_resume_allow_then_must_continues_the_same_run(live_server: Any, team: Any, tmp_path: Path,
+                                                       wandb_python: str) -> None:
+    env = sdk_env(live_server.url, team.key, tmp_path)
+    run_script(env, {"id": "res00001", "steps": 5, "resume": "allow"}, python=wandb_python)
+    run_script(env, {"id": "res00001", "steps": 4, "resume": "must"}, python=wandb_python)
+    run_script(env, {"id": "res00001", "steps": 3, "resume": "allow"}, python=wandb_python)
+    run = Run.objects.get(project=team.project, source="wandb")
+    assert run.status == "finished"
+    # Each resumed process goes on from the step after the last one stored: 12 steps, none twice.
+    assert [s for s, _ in _points(run, "loss")] == list(range(12))
+    assert [v for _, v in _points(run, "loss")][5] == 0.1  # the second process's first step
+
+
+def test_resume_must_of_an_unknown_run_fails_cleanly(live_server: Any, team: Any, tmp_path: Path) -> None:
+    env = sdk_env(live_server.url, team.key, tmp_path)
+    done = run_script(env, {"id": "nosuch01", "steps": 1, "resume": "must"}, check=False)
+    assert done.returncode != 0 and "nosuch01" in done.stderr
+    assert not Run.objects.filter(project=team.project).exists()
+
+
+def test_shared_mode_two_writers_make_one_run(live_server: Any, team: Any, tmp_path: Path) -> None:
+    env = sdk_env(live_server.url, team.key, tmp_path)
+    primary = start_script(env, {"id": "shared01", "steps": 4, "shared": "primary", "x_label": "trainer",
+                                 "keys": ["trainer/loss"], "explicit_step": True, "hold": 1})
+    try:
+        wait_for(lambda: MetricSeries.objects.filter(run__external_id="rl-demo/shared01", key="trainer/loss",
+                                                     count=4).exists(), what="the primary's points")
+        run_script(env, {"id": "shared01", "steps": 6, "shared": "secondary", "x_label": "rollout-worker",
+                         "keys": ["worker/reward"], "explicit_step": True, "print": True})
+    except BaseException:
+        primary.kill()
+        raise
+    out, err = primary.communicate(input="go\n", timeout=120)
+    assert primary.returncode == 0, err[-3000:]
+    run = Run.objects.get(project=team.project, source="wandb")
+    assert [s for s, _ in _points(run, "worker/reward")] == list(range(6))
+    assert [s for s, _ in _points(run, "trainer/loss")] == list(range(4))
+    # Each writer's console lines are kept under its own client id, prefixed with its x_label.
+    worker_lines = ConsoleLine.objects.filter(run=run, text__startswith="[rollout-worker] step ")
+    assert worker_lines.count() == 6 and worker_lines.values("writer").distinct().count() == 1
+    assert ConsoleLine.objects.filter(run=run, text="[trainer] SCRIPT-HOLDING").exclude(
+        writer=worker_lines.first().writer).exists()
+    assert run.status == "finished"

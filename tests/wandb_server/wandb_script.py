@@ -51,6 +51,9 @@ def main() -> None:
         run.summary.update(spec["summary"])
     if spec.get("alert"):
         wandb.alert(title=spec["alert"], text="reward collapsed")
+    if spec.get("hold"):
+        print("SCRIPT-HOLDING", flush=True)
+        sys.stdin.readline()  # the test says when to finish (another writer logs meanwhile)
     code = spec.get("exit_code", 0)
     wandb.finish(exit_code=code)
     print("SCRIPT-DONE", run.id, flush=True)
