@@ -132,7 +132,8 @@ def _summary(run: Run, chunk: dict[str, Any], result: ChunkResult) -> None:
         result.problems.append(f"{SUMMARY}: not JSON ({exc}); kept the previous summary")
         return
     if isinstance(snapshot, dict):
-        kept = {k: _json_safe(v) for k, v in snapshot.items() if k != "_wandb" and not isinstance(v, dict)}
+        # W&B's own keys (_step, _runtime, _timestamp, _wandb) are bookkeeping, not results.
+        kept = {k: _json_safe(v) for k, v in snapshot.items() if not k.startswith("_") and not isinstance(v, dict)}
         Run.objects.filter(pk=run.pk).update(summary={**(run.summary or {}), **kept})
         run.refresh_from_db(fields=["summary"])
 

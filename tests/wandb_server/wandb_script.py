@@ -51,6 +51,13 @@ def main() -> None:
         run.summary.update(spec["summary"])
     if spec.get("alert"):
         wandb.alert(title=spec["alert"], text="reward collapsed")
+    step = start + spec.get("steps", 0)
+    while spec.get("interactive"):  # the test says when to log the next step, and when to stop
+        if sys.stdin.readline().strip() != "log":
+            break
+        print(f"step {step} loss {(step + 1) / 10}", flush=True)
+        wandb.log({k: (step + 1) * (n + 1) / 10 for n, k in enumerate(keys)})
+        step += 1
     if spec.get("hold"):
         print("SCRIPT-HOLDING", flush=True)
         sys.stdin.readline()  # the test says when to finish (another writer logs meanwhile)
