@@ -20,7 +20,7 @@ def sdk_env(url: str, key: str, tmp: Path, **extra: str) -> dict[str, str]:
         "WANDB_BASE_URL": url, "WANDB_API_KEY": key, "WANDB_DIR": str(tmp), "WANDB_CONFIG_DIR": str(tmp / "cfg"),
         "WANDB_CACHE_DIR": str(tmp / "cache"), "WANDB_DATA_DIR": str(tmp / "data"),
         # Quick batches: the tests wait for what the SDK sends, not for its 15 s default.
-        "WANDB__FILE_STREAM_TRANSMIT_INTERVAL": "0.5",
+        "WANDB__FILE_STREAM_TRANSMIT_INTERVAL": "1",  # whole seconds: with "0.5" the newest SDK sent nothing until finish
         "WANDB_DISABLE_GIT": "true", "WANDB_DISABLE_CODE": "true", "WANDB__DISABLE_STATS": "true",
         "WANDB__DISABLE_META": "true", "WANDB_CONSOLE": "wrap", "WANDB_INIT_TIMEOUT": "60",
         "WANDB_ERROR_REPORTING": "false",

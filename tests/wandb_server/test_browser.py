@@ -23,7 +23,7 @@ def _stored(step: int) -> bool:
 
 def test_live_run_page_runs_table_and_logs_tab(browser_page: Any, live_server: Any, team: Any, tmp_path: Path,
                                               screenshot_dir: str) -> None:
-    env = sdk_env(live_server.url, team.key, tmp_path, WANDB__FILE_STREAM_TRANSMIT_INTERVAL="1")
+    env = sdk_env(live_server.url, team.key, tmp_path)
     spec = {"id": "live0001", "project": "grpo-math", "name": "live <b>grpo</b>", "steps": 3, "print": True,
             "interactive": True, "config": {"lr": 3e-6}}
     proc = start_script(env, spec)

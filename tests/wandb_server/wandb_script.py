@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 
 import wandb
 
@@ -36,6 +37,8 @@ def main() -> None:
         if spec.get("print"):
             print(f"step {i} loss {values[keys[0]]}", flush=True)
         wandb.log(values, step=i) if spec.get("explicit_step") else wandb.log(values)
+        if spec.get("sleep"):
+            time.sleep(spec["sleep"])  # a training step takes time
         if spec.get("define_metric") and i % 2 == 1:
             wandb.log({"eval/acc": i / 100, "eval_step": i // 2})
     if spec.get("table"):
