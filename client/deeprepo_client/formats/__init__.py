@@ -4,6 +4,10 @@
 extensions or version numbers: every tool changed its schema several times). `parse(path)`
 streams Events: a RunEvent per ref first, then batches of metrics / rollouts / rewards, and a
 Problem for whatever cannot be read. parse() never raises for bad input.
+
+Every format is a `Format` in the registry (registry.py: the shape, `register`, entry points;
+_builtin.py: the formats shipped here; _detect.py: detection over the registry). This module keeps
+the pseudo-formats: a Git LFS pointer, a zipped folder, a folder of several runs.
 """
 
 from __future__ import annotations
@@ -116,7 +120,7 @@ def _dispatch(d: Detected, partial_ok: bool, limits: ZipLimits | None) -> Iterat
     elif d.format == "multi":
         for i, part in enumerate(d.details.get("parts", [])):
             yield from _prefixed(_dispatch(part, partial_ok, limits), f"{i}:{Path(part.path).name}")
-    elif (fmt := registry.get(d.format or "")) is not None:
+    elif (fmt := registry.get(d.format)) is not None:
         yield from fmt.parse(p, partial_ok=partial_ok, limits=limits)
     else:
         yield Problem(str(p), None, f"no parser for format {d.format!r}", fatal=True)
