@@ -22,11 +22,12 @@ def _points(run: Run, key: str) -> list[tuple[int, float]]:
 
 
 def test_init_log_table_image_alert_finish(live_server: Any, team: Any, tmp_path: Path, wandb_python: str) -> None:
+    # W&B Artifacts (the checkpoint) are not kept: the run must go on and finish all the same.
     spec = {"id": "abc12345", "project": "grpo-math", "name": "grpo lr=1e-6", "steps": 20,
             "config": {"lr": 1e-6, "model": {"name": "qwen-0.5b"}}, "tags": ["baseline"], "notes": "first try",
             "group": "sweep-1", "job_type": "train", "define_metric": True, "print": True, "nan": True,
             "table": [["2+2?", "4", 1.0], ["3+3?", "7", 0.0]], "image": True, "alert": "reward dropped",
-            "summary": {"best_reward": 0.9}}
+            "summary": {"best_reward": 0.9}, "artifact": True}
     run_script(sdk_env(live_server.url, team.key, tmp_path), spec, python=wandb_python)
     run = Run.objects.get(project=team.project, source="wandb")
     assert run.external_id == "grpo-math/abc12345" and run.name == "grpo lr=1e-6"

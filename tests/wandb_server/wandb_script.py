@@ -11,6 +11,7 @@ import json
 import math
 import sys
 import time
+from pathlib import Path
 
 import wandb
 
@@ -50,6 +51,12 @@ def main() -> None:
 
         pixels = (np.arange(16 * 16 * 3) % 255).reshape(16, 16, 3).astype("uint8")
         wandb.log({"board": wandb.Image(pixels, caption="board")})
+    if spec.get("artifact"):  # a checkpoint, as users log them
+        path = Path(wandb.run.dir) / "model.bin"
+        path.write_bytes(b"weights" * 100)
+        artifact = wandb.Artifact("policy", type="model")
+        artifact.add_file(str(path))
+        run.log_artifact(artifact)
     if spec.get("summary"):
         run.summary.update(spec["summary"])
     if spec.get("alert"):
