@@ -7,5 +7,6 @@ from deeprepo_web.api.main import api
 urlpatterns = [
     path("api/", api.urls),
     path("", include("deeprepo_web.otlp.urls")),
+    path("", include("deeprepo_web.mlflow_server.urls")),
     path("", include("deeprepo_web.front.urls")),
 ]

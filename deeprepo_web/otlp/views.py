@@ -59,9 +59,7 @@ def _error(content_type: str, status: int, message: str) -> HttpResponse:
 
 
 def _key(request: HttpRequest) -> ApiKey:
-    auth = request.headers.get("Authorization", "")
-    scheme, _, secret = auth.partition(" ")
-    key = access.api_key_from_secret(secret.strip()) if scheme.lower() == "bearer" else None
+    key = access.api_key_from_authorization(request.headers.get("Authorization", ""))
     if key is None:
         raise _Refused(401, "missing, unknown, expired or revoked API key: send "
                             "'Authorization: Bearer drk_…' (OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20drk_…)")

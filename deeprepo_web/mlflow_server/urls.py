@@ -1,0 +1,13 @@
+"""MLflow's REST paths at the site root, where `MLFLOW_TRACKING_URI=http://HOST:PORT` makes clients look."""
+
+from __future__ import annotations
+
+from django.urls import path, re_path
+
+from deeprepo_web.mlflow_server import views
+
+urlpatterns = [
+    path("version", views.version, name="mlflow_version"),
+    path("api/3.0/mlflow/server-info", views.server_info, name="mlflow_server_info"),
+    re_path(r"^api/2\.0/mlflow/(?P<endpoint>[a-z\-/]+)$", views.tracking, name="mlflow_tracking"),
+]
