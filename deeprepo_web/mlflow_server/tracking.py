@@ -194,4 +194,6 @@ ENDPOINTS: dict[tuple[str, str], Handler] = {
     ("POST", "runs/log-inputs"): log_inputs,
     ("POST", "runs/search"): run_search,
     ("GET", "metrics/get-history"): get_history,
+    # Logged models (mlflow.<flavor>.log_model) are not kept; an empty search lets run artifacts resolve.
+    ("POST", "logged-models/search"): lambda k, d: {"models": []},
 }
