@@ -17,7 +17,12 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from deeprepo_client.formats.wandb_tables import rows_rollouts
 from deeprepo_web import storage
 from deeprepo_web.accounts.models import Project
-from deeprepo_web.artifacts.services import ArtifactError, artifact_delete, artifact_name_check, artifact_store_file
+from deeprepo_web.artifacts.services import (
+    ArtifactError,
+    artifact_delete,
+    artifact_name_check,
+    artifact_store_file,
+)
 from deeprepo_web.importers.writers import rollouts_save
 from deeprepo_web.mlflow_server.errors import MlflowError, invalid, missing
 from deeprepo_web.mlflow_server.runs import mlflow_run_get
