@@ -24,7 +24,7 @@ from deeprepo_web.accounts.services import api_key_revoke
 from deeprepo_web.mlflow_server.models import Experiment
 from deeprepo_web.runs.models import Artifact, Metric, MetricSeries, Run
 from tests.conftest import REPO
-from tests.mlflow_server.test_tracking import mlflow_env, run_id_of, write
+from tests.mlflow_server.test_tracking import mlflow_env, write
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(400)]
 
@@ -124,14 +124,14 @@ def test_server_stopped_and_started_under_a_running_client(team: Any) -> None:
     port, steps = _free_port(), 600
     server = {"proc": _gunicorn(port)}
     env = mlflow_env(f"http://127.0.0.1:{port}", team.key, MLFLOW_HTTP_REQUEST_MAX_RETRIES="10",
-                     MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR="0.5")
+                     MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR="1")
     writer = subprocess.Popen([sys.executable, str(SLOW), str(steps)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:
         run_id = writer.stdout.readline().strip().removeprefix("RUN_ID=")  # type: ignore[union-attr]
         deadline = time.monotonic() + 60
         while Metric.objects.filter(series__run__external_id=run_id).count() < 100:
-            assert time.monotonic() < deadline and writer.poll() is None
+            assert time.monotonic() < deadline and writer.poll() is None, writer.stderr.read()[-3000:]  # type: ignore[union-attr]
             time.sleep(0.05)
         os.killpg(server["proc"].pid, signal.SIGKILL)  # mid-run, mid-request, no goodbye
         server["proc"].wait()
