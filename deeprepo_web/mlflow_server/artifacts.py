@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 
 from deeprepo_client.formats.wandb_tables import rows_rollouts
 from deeprepo_web import storage
@@ -90,7 +91,7 @@ def _listing(run: Run, prefix: str) -> list[dict[str, Any]]:
 
 
 @guarded
-def artifact(request: HttpRequest, path: str) -> HttpResponse:
+def artifact(request: HttpRequest, path: str) -> HttpResponseBase:
     key = api_key(request, write=request.method in ("PUT", "DELETE"))
     run, name = _locate(key.project, path)
     if request.method == "PUT":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,7 +26,7 @@ SOURCE = "mlflow"
 META = "_mlflow"  # the config key holding what MLflow knows that is not a param
 STATUS_IN = {"RUNNING": RunStatus.RUNNING, "SCHEDULED": RunStatus.QUEUED, "FINISHED": RunStatus.FINISHED,
              "FAILED": RunStatus.FAILED, "KILLED": RunStatus.CANCELLED}
-STATUS_OUT = {v: k for k, v in STATUS_IN.items()} | {RunStatus.CRASHED: "FAILED"}
+STATUS_OUT: dict[str, str] = {str(v): k for k, v in STATUS_IN.items()} | {str(RunStatus.CRASHED): "FAILED"}
 MAX_TAG = 200  # characters of one of our run tags (the column's size)
 
 
@@ -96,7 +97,7 @@ def _our_tags(experiment: str, tags: dict[str, str]) -> list[str]:
     return [t[:MAX_TAG] for t in [f"experiment={experiment}", *mine]]
 
 
-def mlflow_run_change(*, run: Run, params: list[tuple[str, str]] = (), tags: list[tuple[str, str]] = (),
+def mlflow_run_change(*, run: Run, params: Sequence[tuple[str, str]] = (), tags: Sequence[tuple[str, str]] = (),
                       drop_tag: str = "", **extra: Any) -> Run:
     """Params, tags and MLflow bookkeeping in one locked read-modify-write of the run row, so that
     two writers of one run (a trainer's threads) never lose each other's keys. A param logged again

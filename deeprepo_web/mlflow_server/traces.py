@@ -97,5 +97,5 @@ def start_trace(request: HttpRequest) -> HttpResponse:
     if not isinstance(info, dict):
         raise invalid("Missing value for required parameter 'trace.trace_info'")
     trace_claim(project=key.project, info=info)
-    tags = info.get("tags") if isinstance(info.get("tags"), dict) else {}
+    tags = info["tags"] if isinstance(info.get("tags"), dict) else {}
     return answer({"trace": {"trace_info": {**info, "tags": {**tags, "mlflow.trace.spansLocation": "TRACKING_STORE"}}}})

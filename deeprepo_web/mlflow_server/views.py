@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 
 from deeprepo_web.accounts import access
@@ -39,10 +40,10 @@ def answer(data: Any, status: int = 200) -> HttpResponse:
     return HttpResponse(orjson.dumps(data), status=status, content_type="application/json")
 
 
-def guarded(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def guarded(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """MLflow errors as MLflow answers them; a database that is away as a 503 the client retries."""
 
-    def wrapped(request: HttpRequest, *a: Any, **kw: Any) -> HttpResponse:
+    def wrapped(request: HttpRequest, *a: Any, **kw: Any) -> HttpResponseBase:
         try:
             return view(request, *a, **kw)
         except MlflowError as exc:
