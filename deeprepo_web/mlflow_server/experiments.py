@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -68,9 +69,24 @@ def experiment_create(*, project: Project, name: Any, tags: dict[str, str]) -> E
         raise MlflowError("RESOURCE_ALREADY_EXISTS", f"Experiment '{name}' already exists.") from exc
 
 
-def experiment_search(project: Project, *, offset: int, limit: int, deleted: bool | None) -> list[Experiment]:
+_NAME_FILTER = re.compile(r"^\s*(?:attributes\.)?name\s+(=|!=|like|ilike)\s*'((?:[^']|'')*)'\s*$", re.IGNORECASE)
+
+
+def experiment_search(project: Project, *, where: str, offset: int, limit: int,
+                      deleted: bool | None) -> list[Experiment]:
     experiment_default(project)
     found = Experiment.objects.filter(project=project).order_by("-created_at", "-pk")
+    if where.strip():
+        match = _NAME_FILTER.match(where)
+        if match is None:
+            raise invalid(f"Unsupported filter {where.strip()!r}: this server reads `name = '<name>'`, "
+                          "`name != '<name>'` and `name LIKE '<pattern with %>'` for experiments")
+        op, value = match.group(1).lower(), match.group(2).replace("''", "'")
+        if op in ("like", "ilike"):
+            pattern = "^" + ".*".join(re.escape(part) for part in value.split("%")) + "$"
+            found = found.filter(**{"name__iregex" if op == "ilike" else "name__regex": pattern})
+        else:
+            found = found.exclude(name=value) if op == "!=" else found.filter(name=value)
     if deleted is not None:
         found = found.filter(deleted=deleted)
     return list(found[offset:offset + limit])

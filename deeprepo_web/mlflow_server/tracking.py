@@ -53,7 +53,8 @@ def experiment_create(key: ApiKey, data: dict[str, Any]) -> dict[str, Any]:
 
 def experiment_search(key: ApiKey, data: dict[str, Any]) -> dict[str, Any]:
     offset, limit = _page(data, MAX_RESULTS)
-    found = ex.experiment_search(key.project, offset=offset, limit=limit, deleted=_view_deleted(data, "view_type"))
+    found = ex.experiment_search(key.project, where=text(data, "filter", required=False), offset=offset, limit=limit,
+                                 deleted=_view_deleted(data, "view_type"))
     answer: dict[str, Any] = {"experiments": [ex.experiment_json(e) for e in found]}
     if len(found) == limit:
         answer["next_page_token"] = str(offset + limit)

@@ -16,12 +16,13 @@ from deeprepo_web.runs.models import Artifact, Rollout, Run, ToolCall
 from tests.importers.writers.mlflow_fill import STEPS, reward
 from tests.mlflow_server.test_tracking import mlflow_env, series
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
 FILL = Path(__file__).parent.parent / "importers" / "writers" / "mlflow_fill.py"
 
 
-def test_the_importer_writer_lands_live_with_its_traces(live_server: Any, team: Any, tmp_path: Path) -> None:
+def test_the_importer_writer_lands_live_with_its_traces(live_server: Any, team: Any, tmp_path: Path,
+                                                       browser_page: Any, screenshot_dir: str) -> None:
     env = mlflow_env(live_server.url, MLFLOW_TRACKING_USERNAME="trainer", MLFLOW_TRACKING_PASSWORD=team.key)
     done = subprocess.run([sys.executable, str(FILL), live_server.url, "grpo-live-traces"], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=240)
@@ -48,3 +49,13 @@ def test_the_importer_writer_lands_live_with_its_traces(live_server: Any, team: 
         assert (call.name, call.call_id, call.arguments, call.output) == ("calculator", "call_1", {"expr": "6*7"}, "42")
     assert sorted(t.content for r in traces for t in r.turns.filter(role="user")) == [
         "What is 6 * 7? (episode 0)", "What is 6 * 7? (episode 1)"]
+
+    # What a researcher sees: the table on the Artifacts tab, the trace as a trajectory.
+    page = browser_page(team.viewer)
+    page.goto(f"{live_server.url}/p/demo/runs/{run.public_id}/artifacts/")
+    page.wait_for_selector("text=rollouts/samples.json")
+    page.screenshot(path=f"{screenshot_dir}/mlflow-artifacts-tab.png", full_page=True)
+    page.goto(f"{live_server.url}/p/demo/runs/{run.public_id}/rollouts/{traces[0].pk}/")
+    page.wait_for_selector("text=The answer is 42.")
+    assert page.locator("text=calculator").count() >= 1
+    page.screenshot(path=f"{screenshot_dir}/mlflow-trace-trajectory.png", full_page=True)

@@ -74,3 +74,34 @@ def test_a_training_script_logs_through_the_mlflow_client(live_server: Any, team
     metrics = {m["key"]: (m["value"], m["step"]) for m in got["data"]["metrics"]}
     assert metrics["train/reward"] == (0.42, STEPS) and metrics["weird/nan"] == ("NaN", 0)
     assert {t["key"]: t["value"] for t in got["data"]["tags"]}["mlflow.runName"] == "grpo-live"
+
+
+def test_search_history_and_lifecycle_through_the_client(live_server: Any, team: Any, monkeypatch: Any) -> None:
+    from mlflow import MlflowClient
+    from mlflow.entities import ViewType
+    from mlflow.exceptions import MlflowException
+
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", team.key)
+    client = MlflowClient(tracking_uri=live_server.url)
+    exp = client.create_experiment("search-exp", tags={"owner": "rl"})
+    assert client.get_experiment_by_name("search-exp").tags == {"owner": "rl"}
+    assert [e.name for e in client.search_experiments(filter_string="name LIKE 'search-%'")] == ["search-exp"]
+    with pytest.raises(MlflowException, match="RESOURCE_ALREADY_EXISTS"):
+        client.create_experiment("search-exp")
+    runs = [client.create_run(exp, run_name=f"r{i}", tags={"seed": str(i)}) for i in range(3)]
+    for step in range(5):
+        client.log_metric(runs[0].info.run_id, "loss", 1 / (step + 1), step=step)
+    history = client.get_metric_history(runs[0].info.run_id, "loss")
+    assert [(m.step, m.value) for m in history] == [(s, 1 / (s + 1)) for s in range(5)]
+    found = client.search_runs([exp], filter_string="tags.seed = '1'")
+    assert [r.info.run_name for r in found] == ["r1"]
+    assert {r.info.run_name for r in client.search_runs([exp], filter_string="attributes.run_name != 'r1'")} == {"r0", "r2"}
+    client.delete_run(runs[2].info.run_id)
+    assert {r.info.run_name for r in client.search_runs([exp])} == {"r0", "r1"}
+    assert [r.info.run_name for r in client.search_runs([exp], run_view_type=ViewType.DELETED_ONLY)] == ["r2"]
+    client.restore_run(runs[2].info.run_id)
+    assert len(client.search_runs([exp])) == 3
+    with pytest.raises(MlflowException, match="Unsupported filter"):
+        client.search_runs([exp], filter_string="metrics.loss < 0.5")
+    client.update_run(runs[1].info.run_id, status="FAILED")
+    assert Run.objects.get(external_id=runs[1].info.run_id).status == "failed"
