@@ -186,6 +186,6 @@ def mlflow_runs_search(project: Project, exp_ids: list[str], *, where: str, dele
         query = _filter(query, clause)
     runs = Run.objects.filter(query)
     if deleted is not None:
-        lifecycle = Q(**{f"config__{META}__lifecycle_stage": "deleted"})
+        lifecycle = Q(config__contains={META: {"lifecycle_stage": "deleted"}})  # false, not NULL, when absent
         runs = runs.filter(lifecycle) if deleted else runs.exclude(lifecycle)
     return list(runs.order_by("-started_at", "-pk")[offset:offset + limit])
