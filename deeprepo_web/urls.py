@@ -8,5 +8,6 @@ urlpatterns = [
     path("api/", api.urls),
     path("", include("deeprepo_web.otlp.urls")),
     path("", include("deeprepo_web.wandb_server.urls")),
+    path("", include("deeprepo_web.mlflow_server.urls")),
     path("", include("deeprepo_web.front.urls")),
 ]
