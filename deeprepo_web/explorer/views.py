@@ -31,6 +31,8 @@ from deeprepo_web.runs.services import ingest_refusals
 
 PER_PAGE = 50
 MAX_OVERLAY = 8
+OVERLAY_CHOICES = 50
+
 def _query(request: HttpRequest) -> selectors.RunQuery:
     get = request.GET
     return selectors.RunQuery(
@@ -154,7 +156,8 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
             other = access.run_for_user(request.user, other_id)
         except Http404:
             continue  # a run the user may not read is silently left out of the overlay
-        overlay.append({"id": other.public_id, "name": other.name})
+        overlay.append({"id": other.public_id, "name": other.name,
+                        "healthUrl": reverse("run_health", args=[other.project.slug, other.public_id])})
     evals = list(Run.objects.filter(parent=run).order_by("checkpoint_step", "created_at")[:200])
     has_step_rollouts = Rollout.objects.filter(run=run, step__isnull=False).exists()
     summary = run_eval_summary(run=run) if wants_summary(run=run, has_step_rollouts=has_step_rollouts) else None
@@ -181,6 +184,10 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         "evals": evals,
         "eval_rewards": {pk: r.last for pk, r in _rewards(evals).items()},
         "overlay": overlay,
+        # The run page's "overlay a run" menu: the project's newest runs not drawn yet.
+        "overlay_choices": list(Run.objects.filter(project=run.project).exclude(
+            public_id__in=[run.public_id, *(o["id"] for o in overlay)]).order_by("-created_at")
+            .only("public_id", "name")[:OVERLAY_CHOICES]),
         "chart_config": chart_config,
         "final": run.status in FINAL_RUN_STATUSES,
         "refusals": ingest_refusals(run=run),

@@ -193,6 +193,9 @@ def test_run_with_165_keys_folds_its_families(browser_page: Any, live_server: An
     page.fill("#chart-filter", "decode_len/all/max")  # a match inside a folded family is shown
     expect_visible = page.locator('.panel[data-key="decode_len/all/max"]')
     expect_visible.wait_for(state="visible")
+    assert page.locator("#health-family").is_hidden()  # the filter applies to GRPO health too
+    page.fill("#chart-filter", "")
+    page.locator("#health-family").scroll_into_view_if_needed()
     page.wait_for_selector('#health-grid .panel[data-drawn="1"]')  # its one step of rollouts (40)
     assert page.locator('#health-grid .panel[data-health="tokens"]').is_hidden()  # no token counts: no box
     page.screenshot(path=os.path.join(screenshot_dir, "run-prime-hosted.png"), full_page=False)

@@ -1,0 +1,166 @@
+"""In Chromium: runs overlaid on every chart with a legend toggle, zoom re-reading the exact buckets
+down to the raw points (a spike's 5.0 at its step), NaN drawn as a gap with its step named."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.explorer.conftest import reward_points
+from tests.factories import rollout
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+SHOTS = "/work/notes/screens/charts"
+
+
+def _shot(page: Any, screenshot_dir: str, name: str, **kw: Any) -> None:
+    page.screenshot(path=os.path.join(screenshot_dir, name), **kw)
+    if os.path.isdir(SHOTS):
+        page.screenshot(path=os.path.join(SHOTS, name), **kw)
+
+
+def _grpo_run(team: Any, name: str, shift: float) -> Any:
+    from deeprepo_web.runs.ingest.metrics import metrics_ingest
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.services import run_create
+
+    run, _ = run_create(project=team.project, name=name, status="finished", config={"lr": 0.001 + shift})
+    metrics_ingest(run=run, points=reward_points([shift + 0.5 * i / 60 for i in range(60)]))
+    rollouts_ingest(run=run, rollouts=[
+        rollout(f"ex-{g}", reward=float((g + i + int(shift * 10)) % 2), step=s, sample_index=i, uid=f"{s}-{g}-{i}")
+        for s in range(4) for g in range(3) for i in range(4)
+    ])
+    return run
+
+
+def test_ticked_runs_overlay_every_chart_with_legend_toggle(browser_page: Any, live_server: Any, team: Any,
+                                                            screenshot_dir: str) -> None:
+    a = _grpo_run(team, "grpo-lr-1e-3", 0.0)
+    b = _grpo_run(team, "grpo-lr-3e-3", 0.2)
+    page = browser_page(team.viewer)
+    page.goto(f"{live_server.url}/p/demo/")
+    page.check(f'input.run-select[value="{a.public_id}"]')
+    page.check(f'input.run-select[value="{b.public_id}"]')
+    page.click("#overlay-link")
+    page.wait_for_url(f"**/runs/{a.public_id}/?overlay={b.public_id}")
+    page.wait_for_selector('.panel[data-key="reward"][data-drawn="1"]')
+    page.wait_for_selector('#health-grid .panel[data-drawn="1"]')
+    page.locator('.panel[data-key="loss/policy"]').scroll_into_view_if_needed()
+    page.wait_for_selector('.panel[data-key="loss/policy"][data-drawn="1"]')
+    drawn = page.locator('.panel[data-drawn="1"]:not([hidden])')
+    assert drawn.count() >= 5  # reward, loss/policy and GRPO health's panels
+    for i in range(drawn.count()):
+        expect(drawn.nth(i)).to_have_attribute("data-runs", "2")
+    toggles = page.locator("#run-legend button.run-toggle")
+    expect(toggles).to_have_count(2)
+    # The same run keeps its colour on every page: the toggle's swatch is the line's colour.
+    colour = toggles.nth(1).locator(".swatch").evaluate("e => getComputedStyle(e).backgroundColor")
+    _shot(page, screenshot_dir, "overlay.png", full_page=True)
+    toggles.nth(1).click()
+    expect(toggles.nth(1)).to_have_attribute("aria-pressed", "false")
+    for i in range(drawn.count()):
+        expect(drawn.nth(i)).to_have_attribute("data-runs", "1")
+    assert f"hide={b.public_id}" in page.url  # the view is in the URL: a reload keeps it
+    page.reload()
+    page.wait_for_selector('.panel[data-key="reward"][data-drawn="1"]')
+    expect(page.locator('.panel[data-key="reward"]')).to_have_attribute("data-runs", "1")
+    page.locator("#run-legend button.run-toggle").nth(1).click()
+    expect(page.locator('.panel[data-key="reward"]')).to_have_attribute("data-runs", "2")
+    page.goto(f"{live_server.url}/p/demo/runs/{b.public_id}/?overlay={a.public_id}")
+    page.wait_for_selector("#run-legend button.run-toggle")
+    same = page.locator(f'#run-legend button[data-run="{b.public_id}"] .swatch').evaluate(
+        "e => getComputedStyle(e).backgroundColor")
+    assert same == colour
+    # The metric filter takes a regular expression and filters GRPO health too.
+    page.fill("#chart-filter", "^loss|dead")
+    expect(page.locator('.panel[data-key="reward"]')).to_be_hidden()
+    expect(page.locator('.panel[data-key="loss/policy"]')).to_be_visible()
+    expect(page.locator('#health-grid .panel[data-health="dead"]')).to_be_visible()
+    expect(page.locator('#health-grid .panel[data-health="turns"]')).to_be_hidden()
+    assert page.watched.errors == []
+
+
+def _hover_at(page: Any, key: str, step: int) -> str:
+    """Moves the mouse onto `step` of a chart and returns its hover line."""
+    panel = page.locator(f'.panel[data-key="{key}"]')
+    x = panel.evaluate(f"p => p._chart.plot.valToPos({step}, 'x')")
+    over = panel.locator(".u-over")
+    box = over.bounding_box()
+    page.mouse.move(box["x"] + x, box["y"] + box["height"] / 2)
+    return panel.locator(".panel-head .hover").text_content() or ""
+
+
+def _drag(page: Any, key: str, start: int, end: int) -> None:
+    panel = page.locator(f'.panel[data-key="{key}"]')
+    box = panel.locator(".u-over").bounding_box()
+    x0 = panel.evaluate(f"p => p._chart.plot.valToPos({start}, 'x')")
+    x1 = panel.evaluate(f"p => p._chart.plot.valToPos({end}, 'x')")
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + x0, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + (x0 + x1) / 2, y)
+    page.mouse.move(box["x"] + x1, y)
+    page.mouse.up()
+
+
+def test_zoom_into_spike_shows_its_value_at_its_step(browser_page: Any, live_server: Any, team: Any,
+                                                     screenshot_dir: str) -> None:
+    from deeprepo_web.runs.ingest.metrics import metrics_ingest
+    from deeprepo_web.runs.services import run_create
+
+    run, _ = run_create(project=team.project, name="long-run", status="finished")
+    spike = 12_345
+    for start in range(0, 20_000, 5000):
+        metrics_ingest(run=run, points=[
+            {"step": i, "values": {"loss": 5.0 if i == spike else 1.0 + 0.05 * math.sin(i / 300)}}
+            for i in range(start, start + 5000)])
+    page = browser_page(team.viewer)
+    page.goto(f"{live_server.url}/p/demo/runs/{run.public_id}/")
+    panel = page.locator('.panel[data-key="loss"]')
+    page.wait_for_selector('.panel[data-key="loss"][data-drawn="1"]')
+    assert int(panel.get_attribute("data-resolution") or 0) > 1  # buckets, not raw points
+    # Whole run: the bucket holding the spike names its max and, once asked, the step of it.
+    # A bucket is drawn at its last step: the spike's bucket is the first ending at or after it.
+    bucket = panel.evaluate(f"p => p._chart.sources[0].step.find(s => s >= {spike})")
+    text = _hover_at(page, "loss", bucket)
+    assert "max 5" in text, text
+    expect(panel.locator(".hover")).to_contain_text(f"at step {spike}")
+    _shot(page, screenshot_dir, "zoom-whole.png")
+    _drag(page, "loss", spike - 2000, spike + 2000)
+    expect(panel).to_have_attribute("data-zoomed", "1")
+    page.wait_for_function("() => +document.querySelector('.panel[data-key=\"loss\"]').dataset.resolution < 25")
+    _drag(page, "loss", spike - 60, spike + 60)
+    expect(panel).to_have_attribute("data-resolution", "1")  # the raw points of the visible steps
+    text = _hover_at(page, "loss", spike)
+    assert text.startswith(f"step {spike} · 5"), text
+    _shot(page, screenshot_dir, "zoom-raw.png")
+    panel.locator(".u-over").dblclick()
+    page.wait_for_function("() => !document.querySelector('.panel[data-key=\"loss\"]').dataset.zoomed")
+    expect(panel).not_to_have_attribute("data-resolution", "1")
+    assert page.watched.errors == []
+
+
+def test_nan_is_a_gap_with_its_step(browser_page: Any, live_server: Any, team: Any, screenshot_dir: str) -> None:
+    from deeprepo_web.runs.ingest.metrics import metrics_ingest
+    from deeprepo_web.runs.services import run_create
+
+    run, _ = run_create(project=team.project, name="diverged", status="finished")
+    values = [1.0 - i / 200 for i in range(100)]
+    values[40], values[70] = math.nan, math.inf
+    metrics_ingest(run=run, points=[{"step": i, "values": {"loss": v}} for i, v in enumerate(values)])
+    page = browser_page(team.viewer)
+    page.goto(f"{live_server.url}/p/demo/runs/{run.public_id}/")
+    page.wait_for_selector('.panel[data-key="loss"][data-drawn="1"]')
+    assert _hover_at(page, "loss", 40).endswith("NaN at step 40")
+    assert _hover_at(page, "loss", 70).endswith("+Inf at step 70")
+    assert _hover_at(page, "loss", 41).endswith("0.795")
+    # The line breaks at the NaN: the point drawn there is null, its neighbours are not.
+    line = page.locator('.panel[data-key="loss"]').evaluate(
+        "p => { const d = p._chart.plot.data; const i = d[0].indexOf(40); return [d[1][i-1], d[1][i], d[1][i+1]]; }")
+    assert line[0] is not None and line[1] is None and line[2] is not None
+    _shot(page, screenshot_dir, "nan-gap.png")
+    assert page.watched.errors == []
