@@ -164,3 +164,29 @@ def test_nan_is_a_gap_with_its_step(browser_page: Any, live_server: Any, team: A
     assert line[0] is not None and line[1] is None and line[2] is not None
     _shot(page, screenshot_dir, "nan-gap.png")
     assert page.watched.errors == []
+
+
+@pytest.mark.parametrize("where", ["run", "rollout", "example"])
+def test_share_from_run_rollout_and_example_pages_opens_logged_out(
+    browser_page: Any, live_server: Any, team: Any, screenshot_dir: str, where: str
+) -> None:
+    from deeprepo_web.runs.models import Rollout
+
+    run = _grpo_run(team, "shared-grpo", 0.0)
+    ro = Rollout.objects.filter(run=run).select_related("example").order_by("pk").first()
+    assert ro is not None
+    path = {"run": f"runs/{run.public_id}/", "rollout": f"runs/{run.public_id}/rollouts/{ro.pk}/",
+            "example": f"examples/{ro.example_id}/"}[where]
+    page = browser_page(team.editor)
+    page.goto(f"{live_server.url}/p/demo/{path}")
+    page.click("summary:has-text('Share…')")
+    page.fill("input[name=title]", f"Look at this {where}")
+    _shot(page, screenshot_dir, f"share-{where}.png")
+    page.click("button:has-text('Create read-only link')")
+    url = page.input_value("#share-url")
+    anon = browser_page(None)
+    resp = anon.goto(url)
+    assert resp is not None and resp.status == 200
+    assert f"Look at this {where}" in anon.inner_text("body")
+    assert "Log out" not in anon.inner_text("body")
+    _shot(anon, screenshot_dir, f"shared-{where}.png", full_page=True)
