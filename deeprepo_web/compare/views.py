@@ -16,7 +16,7 @@ from deeprepo_web.accounts.models import Role
 from deeprepo_web.analysis.cost import DEFAULT_PRICES
 from deeprepo_web.compare import checkpoints as ckpt
 from deeprepo_web.compare import comparison as cmp
-from deeprepo_web.compare import curves, diffs
+from deeprepo_web.compare import configs, curves, diffs
 from deeprepo_web.compare.exports import comparison_csv, comparison_markdown
 from deeprepo_web.compare.options import CompareError
 from deeprepo_web.compare.query import compare_params, comparison_for, number_param
@@ -124,6 +124,8 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
     if c.options.zero is not None and not raw.get("zero"):
         ctx["raw"] = {**raw, "zero": c.options.zero.query}
     ctx["share_params"] = {"runs": [d.run.public_id for d in c.runs], **{k: v for k, v in raw.items() if v}}
+    ctx["config_rows"] = configs.config_rows([d.run for d in c.runs])
+    ctx["config_differs"] = sum(r.differs for r in ctx["config_rows"])
     return render(request, "compare/compare.html", ctx)
 
 

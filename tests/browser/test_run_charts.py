@@ -190,3 +190,25 @@ def test_share_from_run_rollout_and_example_pages_opens_logged_out(
     assert f"Look at this {where}" in anon.inner_text("body")
     assert "Log out" not in anon.inner_text("body")
     _shot(anon, screenshot_dir, f"shared-{where}.png", full_page=True)
+
+
+def test_compare_shows_the_differing_config_key(browser_page: Any, live_server: Any, team: Any,
+                                                screenshot_dir: str) -> None:
+    a = _grpo_run(team, "grpo-a", 0.0)
+    b = _grpo_run(team, "grpo-b", 0.2)
+    for run, lr in ((a, 1e-6), (b, 3e-6)):
+        run.config = {"optim": {"lr": lr, "betas": [0.9, 0.99]}, "batch_size": 64}
+        run.save(update_fields=["config"])
+    page = browser_page(team.viewer)
+    page.goto(f"{live_server.url}/p/demo/compare/?runs={a.public_id},{b.public_id}")
+    section = page.locator("#cmp-config")
+    row = section.locator("tr.differs", has_text="optim.lr")
+    expect(row).to_be_visible()
+    expect(row).to_contain_text("1e-06")
+    expect(row).to_contain_text("3e-06")
+    expect(section.locator("tr", has_text="batch_size")).to_be_hidden()  # the same in both: differences only
+    section.locator("tr.differs").first.scroll_into_view_if_needed()
+    _shot(page, screenshot_dir, "compare-config.png")
+    page.uncheck("#config-diff-only")
+    expect(section.locator("tr", has_text="batch_size")).to_be_visible()
+    assert page.watched.errors == []
