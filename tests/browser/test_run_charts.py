@@ -212,3 +212,35 @@ def test_compare_shows_the_differing_config_key(browser_page: Any, live_server: 
     page.uncheck("#config-diff-only")
     expect(section.locator("tr", has_text="batch_size")).to_be_visible()
     assert page.watched.errors == []
+
+
+def test_runs_table_columns_are_chosen_and_saved_per_user(browser_page: Any, live_server: Any, team: Any,
+                                                          screenshot_dir: str) -> None:
+    a = _grpo_run(team, "grpo-a", 0.0)
+    b = _grpo_run(team, "grpo-b", 0.2)
+    for run, lr in ((a, 1e-6), (b, 3e-6)):
+        run.config = {"optim": {"lr": lr}, "batch_size": 64}
+        run.save(update_fields=["config"])
+    page = browser_page(team.viewer)
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{live_server.url}/p/demo/")
+    page.click("summary:has-text('Columns')")
+    for name in ("labels", "tags", "environment"):
+        page.uncheck(f'.columns-pick input[name="col"][value="{name}"]')
+    page.check('.columns-pick input[name="config"][value="optim.lr"]')
+    page.click(".columns-pick button:has-text('Apply')")
+    page.wait_for_selector("table.runs th.cfg")
+    expect(page.locator("table.runs th.cfg")).to_have_text("optim.lr")
+    expect(page.locator(f'tr[data-run="{b.public_id}"] td.cfg')).to_have_text("3e-06")
+    expect(page.locator("table.runs th.c-labels")).to_be_hidden()
+    expect(page.locator("table.runs td.c-reward").first).to_be_visible()
+    # It fits a 1440 px window: no horizontal scroll hides the reward curve.
+    assert page.evaluate("() => { const w = document.querySelector('#runs-table'); return w.scrollWidth <= w.clientWidth; }")
+    _shot(page, screenshot_dir, "runs-columns.png")
+    page.reload()
+    expect(page.locator("table.runs th.cfg")).to_have_text("optim.lr")  # saved, not just this page
+    other = browser_page(team.editor)
+    other.goto(f"{live_server.url}/p/demo/")
+    expect(other.locator("table.runs th.cfg")).to_have_count(0)  # per user
+    expect(other.locator("table.runs th.c-labels")).to_be_visible()
+    assert page.watched.errors == []
