@@ -244,3 +244,46 @@ def test_runs_table_columns_are_chosen_and_saved_per_user(browser_page: Any, liv
     expect(other.locator("table.runs th.cfg")).to_have_count(0)  # per user
     expect(other.locator("table.runs th.c-labels")).to_be_visible()
     assert page.watched.errors == []
+
+
+def test_chart_tools_log_range_outliers_export_and_url(browser_page: Any, live_server: Any, team: Any,
+                                                       screenshot_dir: str) -> None:
+    from deeprepo_web.runs.ingest.metrics import metrics_ingest
+    from deeprepo_web.runs.services import run_create
+
+    run, _ = run_create(project=team.project, name="tools", status="finished")
+    values = [1.0 + i / 100 for i in range(200)]
+    values[100] = 1000.0  # one outlier squashes the rest
+    metrics_ingest(run=run, points=[{"step": i, "values": {"loss": v}} for i, v in enumerate(values)])
+    page = browser_page(team.viewer)
+    page.goto(f"{live_server.url}/p/demo/runs/{run.public_id}/")
+    panel = page.locator('.panel[data-key="loss"]')
+    page.wait_for_selector('.panel[data-key="loss"][data-drawn="1"]')
+    top = "p => p._chart.plot.scales.y.max"
+    assert panel.evaluate(top) >= 1000
+    panel.locator(".tool-toggle").click()
+    panel.locator("label:has-text('ignore outliers') input").check()
+    expect(panel).to_have_attribute("data-drawn", "1")
+    assert panel.evaluate(top) < 10  # the 1st–99th percentile: the curve is readable again
+    assert "clip=loss" in page.url
+    panel.locator("label:has-text('ignore outliers') input").uncheck()
+    panel.locator("label:has-text('log scale') input").check()
+    assert panel.evaluate("p => p._chart.plot.scales.y.distr") == 3 and "log=loss" in page.url
+    panel.locator('input[aria-label="y maximum"]').fill("3")
+    panel.locator('input[aria-label="y maximum"]').dispatch_event("change")
+    assert panel.evaluate(top) == 3
+    with page.expect_download() as csv:
+        panel.locator("button:has-text('CSV')").click()
+    text = open(csv.value.path()).read()
+    assert text.splitlines()[0] == "series,step,time,value,min,max" and "\ntools,100,,1000," in text
+    with page.expect_download() as png:
+        panel.locator("button:has-text('PNG')").click()
+    assert open(png.value.path(), "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    _shot(page, screenshot_dir, "chart-tools.png")
+    page.locator("#chart-smoothing").fill("0.6")
+    page.fill("#chart-filter", "lo")
+    page.reload()  # the URL holds the view: smoothing, filter, log scale
+    page.wait_for_selector('.panel[data-key="loss"][data-drawn="1"]')
+    assert page.input_value("#chart-filter") == "lo" and page.input_value("#chart-smoothing") == "0.6"
+    assert panel.evaluate("p => p._chart.plot.scales.y.distr") == 3
+    assert page.watched.errors == []
