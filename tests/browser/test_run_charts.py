@@ -211,6 +211,9 @@ def test_compare_shows_the_differing_config_key(browser_page: Any, live_server: 
     _shot(page, screenshot_dir, "compare-config.png")
     page.uncheck("#config-diff-only")
     expect(section.locator("tr", has_text="batch_size")).to_be_visible()
+    # Rewards per example name the example, not #1–#3.
+    keys = page.locator("td.example-key").all_text_contents()
+    assert sorted(k.strip() for k in keys) == ["ex-0", "ex-1", "ex-2"]
     assert page.watched.errors == []
 
 
