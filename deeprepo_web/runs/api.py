@@ -159,8 +159,8 @@ def series(request: HttpRequest, run_id: str, key: str | None = None, buckets: i
     if key is None:
         return {"keys": selectors.series_keys(run=run)}
     if extremes:
-        if start is None or end is None:
-            raise HttpError(422, "extremes: needs start and end")
+        if start is None or end is None or not 0 <= end - start <= selectors.MAX_EXTREMES_SPAN:
+            raise HttpError(422, f"extremes: needs start and end at most {selectors.MAX_EXTREMES_SPAN} steps apart")
         found = selectors.series_extremes(run=run, key=key, start=start, end=end)
         if found is None:
             raise HttpError(404, f"key: run {run_id} has no metric {key!r}")

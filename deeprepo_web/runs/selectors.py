@@ -149,6 +149,10 @@ def _fold_rows(out: Series, rows: list[tuple[Any, ...]], origin: int, width: int
             out.max[-1] = hi if out.max[-1] is None else max(out.max[-1], hi)
 
 
+# A bucket the hover asks about: at 100 buckets of a 10^7-step series, 10^5 steps (a few ms of PK scan).
+MAX_EXTREMES_SPAN = 100_000
+
+
 def series_extremes(*, run: Run, key: str, start: int, end: int) -> dict[str, Any] | None:
     """The steps of the lowest and highest finite value in steps [start, end]: what a chart's
     hover names for a bucket. Reads the raw points of that one bucket (a PK range scan)."""

@@ -442,7 +442,7 @@
         src.value.push(p.value[i]);
         src.lo.push(p.value[i]);
         src.hi.push(p.value[i]);
-        if (p.value[i] == null) src.nonfinite.push([p.step[i], "NaN"]);  // live points are raw: null is NaN, Inf or missing
+        if (p.value[i] == null) src.nonfinite.push([p.step[i], "NaN/Inf"]);  // a raw live point is null when not finite
         added++;
       }
       if (added) draw(panel);
@@ -457,9 +457,7 @@
     // What health.js draws with.
     parts: { makePanel: makePanel, draw: draw, metricPanel: metricPanel, isHealthKey: isHealthKey,
              observer: observer, alpha: alpha, el: el, fmt: fmt, cfg: function () { return cfg; },
-             runs: function () { return runs; }, fetchJson: fetchJson, panels: function () { return panels; },
-             zoomReset: zoomReset },
-    redrawAll: function () { redrawAll(); },
+             runs: function () { return runs; }, fetchJson: fetchJson },
   };
 
   // ---------------------------------------------------------------- toolbar
