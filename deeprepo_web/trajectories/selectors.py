@@ -236,7 +236,7 @@ def page_group_advantages(*, run: Run, rollouts: list[Rollout]) -> dict[int, flo
         .order_by("step", "example_id", F("sample_index").asc(nulls_last=True), "id")
         .values("id", "step", "example_id", "reward")[:MAX_GROUP_ROWS]
     )
-    groups: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    groups: dict[tuple[Any, Any], list[Any]] = {}
     for row in rows:
         groups.setdefault((row["step"], row["example_id"]), []).append(row)
     out: dict[int, float] = {}
