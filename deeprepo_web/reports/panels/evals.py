@@ -3,6 +3,7 @@ rate, components) and its raw summary block, printed the way `vf-eval` prints it
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -77,7 +78,9 @@ def _grid(cur: Any, run_id: int) -> tuple[int, dict[str, list[list[float | None]
     cur.execute(_GRID_SQL, {"run": run_id, "ex": RAW_EXAMPLES, "n": RAW_SAMPLES})
     per_ex: dict[int, list[tuple[Any, ...]]] = {}
     for _, ex, reward, turns, comps in cur.fetchall():
-        per_ex.setdefault(ex, []).append((reward, turns, comps or {}))
+        if isinstance(comps, str):  # Django's connection hands jsonb over as text
+            comps = json.loads(comps)
+        per_ex.setdefault(ex, []).append((reward, turns, comps if isinstance(comps, dict) else {}))
     width = max((len(v) for v in per_ex.values()), default=0)
     out: dict[str, list[list[float | None]]] = {}
     for i in range(width):
