@@ -21,6 +21,7 @@ from deeprepo_web.reports.panels.base import (
     runs_live,
     runs_named,
 )
+from deeprepo_web.runs.models import Example
 
 OPTION_KEYS = ("baseline", "zero", "pass", "effects")
 
@@ -72,9 +73,10 @@ def compare_markdown(params: dict[str, Any], data: dict[str, Any]) -> str:
 
 def per_example_compute(project: Project, params: dict[str, Any]) -> dict[str, Any]:
     c = _comparison(project, params)
-    keys, cells = cmp.per_example_rewards(c, limit=50)
+    ids, cells = cmp.per_example_rewards(c, limit=50)  # compare keys examples by their row id
+    names = dict(Example.objects.filter(project=project, pk__in=[int(i) for i in ids]).values_list("pk", "key"))
     return {"runs": [{"name": d.run.name, "letter": d.letter} for d in c.runs],
-            "rows": [[k, *line] for k, line in zip(keys, cells, strict=True)]}
+            "rows": [[names.get(int(i), i)[:200], *line] for i, line in zip(ids, cells, strict=True)]}
 
 
 def per_example_markdown(params: dict[str, Any], data: dict[str, Any]) -> str:

@@ -139,7 +139,7 @@ def search_compute(project: Project, params: dict[str, Any]) -> dict[str, Any]:
         raise PanelError(str(exc)) from None
     out = []
     for run_id, per_step in sorted(counts.items(), key=lambda kv: -sum(m for m, _ in kv[1].values()))[:8]:
-        steps = sorted((s for s in per_step if s is not None))
+        steps = sorted(s for s in per_step if s is not None)
         out.append({"run": scope.runs[run_id].name, "steps": steps,
                     "share": [per_step[s][0] / per_step[s][1] if per_step[s][1] else None for s in steps],
                     "matched": sum(m for m, _ in per_step.values()), "total": sum(t for _, t in per_step.values())})
