@@ -89,7 +89,7 @@ def line_chart(lines: Sequence[Line], *, title: str = "") -> SafeString:
         parts.append(f'<path d="{" ".join(d)}" stroke="{escape(ln.color)}" fill="none" stroke-width="1.8"{dash}>'
                      f"<title>{escape(ln.name)}</title></path>")
         if len(d) == 1:
-            x, y = d[0][1:].split(",")
-            parts.append(f'<circle cx="{x}" cy="{y}" r="3" fill="{escape(ln.color)}"/>')
+            cx, cy = d[0][1:].split(",")
+            parts.append(f'<circle cx="{cx}" cy="{cy}" r="3" fill="{escape(ln.color)}"/>')
     parts.append("</svg>")
     return mark_safe("".join(parts))  # noqa: S308 - numbers, and names through escape()

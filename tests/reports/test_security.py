@@ -10,8 +10,7 @@ import pytest
 from deeprepo_web.reports import services
 from deeprepo_web.reports.models import Report
 from deeprepo_web.reports.panels import PanelError
-from deeprepo_web.runs.services import run_create
-from deeprepo_web.runs.services import run_delete
+from deeprepo_web.runs.services import run_create, run_delete
 from deeprepo_web.sharing.services import ShareError, share_create
 from tests.reports.conftest import page_text
 

@@ -61,7 +61,7 @@ def _excerpt_clean(project: Project, raw: dict[str, Any]) -> dict[str, Any]:
 
 def excerpt_compute(project: Project, params: dict[str, Any]) -> dict[str, Any]:
     run = runs_live(project, [params.get("run", "")])[0]
-    rollout = Rollout.objects.select_related("example").filter(run=run, pk=params.get("rollout")).first()
+    rollout = Rollout.objects.select_related("example").filter(run=run, pk=int(params.get("rollout") or 0)).first()
     if rollout is None:
         raise PanelGone(f"rollout #{params.get('rollout')} was deleted; this panel has nothing to show")
     start, count = _turn_range(params.get("turns"))

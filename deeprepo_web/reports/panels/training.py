@@ -117,9 +117,9 @@ def checkpoints_compute(project: Project, params: dict[str, Any]) -> dict[str, A
 
 
 def checkpoints_markdown(params: dict[str, Any], data: dict[str, Any]) -> str:
-    rows = [[str(p["step"]), p["run"], str(p["n"]), f"{fmt(p['mean'])} [{fmt(p['lo'])}, {fmt(p['hi'])}]",
+    rows = [[str(p["step"]), p["run"], str(p["n"]), f"{fmt(p['mean'])} ({fmt(p['lo'])}, {fmt(p['hi'])})",
              "—" if p["pass"] is None else f"{100 * p['pass']:.0f}%"] for p in data.get("points", [])]
-    out = md_table(["Step", "Eval run", "Rollouts", "Mean reward [95% CI]", "Pass rate"], rows)
+    out = md_table(["Step", "Eval run", "Rollouts", "Mean reward (95% CI)", "Pass rate"], rows)
     if data.get("a") is not None:
         out += (f"\n\nStep {data['a']} → {data['b']}: {data['fail_to_pass']} examples fail → pass, "
                 f"{data['pass_to_fail']} pass → fail.")
