@@ -167,7 +167,7 @@ def report_publish(*, report: Report, user: Any) -> ReportVersion:
     with transaction.atomic():
         report = _locked(report)
         blocks = list(report.blocks.order_by("position"))
-        frozen = {b.uid: panel_data(report.project, b.kind, b.params) for b in blocks if b.kind != TEXT}
+        frozen = {b.uid: panel_data(report.project, b.kind, b.params, fresh=True) for b in blocks if b.kind != TEXT}
         version = _snapshot(report, user, "published")
         version.frozen, version.as_of = frozen, timezone.now()
         version.save(update_fields=["frozen", "as_of"])

@@ -24,4 +24,5 @@ urlpatterns = [
     path(R + "versions/<int:number>/", views.report_version, name="report_version"),
     path(R + "versions/<int:number>/restore/", views.report_restore, name="report_restore"),
     path(R + "export.md", views.report_export_md, name="report_export_md"),
+    path(R + "export.pdf", views.report_export_pdf, name="report_export_pdf"),
 ]

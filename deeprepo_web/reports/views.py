@@ -17,7 +17,7 @@ from deeprepo_web.compare.options import CompareError
 from deeprepo_web.compare.query import compare_params
 from deeprepo_web.reports import selectors, services
 from deeprepo_web.reports.draft import report_from_comparison
-from deeprepo_web.reports.exports import report_markdown
+from deeprepo_web.reports.exports import ExportError, html_to_pdf, report_markdown, report_print_html
 from deeprepo_web.reports.models import Report
 from deeprepo_web.reports.panels import KINDS, TEXT, PanelError
 
@@ -236,4 +236,24 @@ def report_export_md(request: HttpRequest, slug: str, rid: str) -> HttpResponse:
     resp = HttpResponse(report_markdown(title=report.title, items=items, as_of=as_of),
                         content_type="text/markdown; charset=utf-8")
     resp["Content-Disposition"] = f'attachment; filename="report-{report.public_id}.md"'
+    return resp
+
+
+@require_safe
+@login_required
+def report_export_pdf(request: HttpRequest, slug: str, rid: str) -> HttpResponse:
+    """The published version printed by Chromium (a few seconds: the button says so)."""
+    report, _ = _report(request, slug, rid)
+    version = report.published
+    if version is None:
+        messages.info(request, "Publish the report first: a PDF shows its published version.")
+        return redirect("report", slug=slug, rid=rid)
+    items = selectors.version_items(version=version, project=report.project)
+    try:
+        pdf = html_to_pdf(report_print_html(report=report, items=items, as_of=version.as_of))
+    except ExportError as exc:
+        messages.error(request, f"No PDF: {exc}")
+        return redirect("report_published", slug=slug, rid=rid)
+    resp = HttpResponse(pdf, content_type="application/pdf")
+    resp["Content-Disposition"] = f'attachment; filename="report-{report.public_id}.pdf"'
     return resp

@@ -85,6 +85,10 @@ def test_publish_freezes_numbers_and_draft_stays_live(client: Any, team: Any, th
         with_queries = [q["sql"] for q in ctx.captured_queries]
     assert "reward: avg - 0.785, std - 0.100" in again and "0.393" not in again
     assert not any("runs_rollout" in q for q in with_queries)  # frozen data is read, never recomputed
+    md = client.get(f"/p/demo/reports/{report.public_id}/export.md").content.decode()
+    assert "reward: avg - 0.785, std - 0.100" in md and "Data as of" in md
+    pdf = client.get(f"/p/demo/reports/{report.public_id}/export.pdf")
+    assert pdf["Content-Type"] == "application/pdf" and pdf.content.startswith(b"%PDF-")
 
 
 @pytest.mark.django_db(transaction=True)

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import connection
+
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.runs.models import Run
 
@@ -79,6 +81,26 @@ def runs_live(project: Project, ids: Sequence[str]) -> list[Run]:
     if gone:
         raise PanelGone(f"run {gone[0]} was deleted; this panel has nothing to show")
     return [found[i] for i in ids]
+
+
+_STAMP_SQL = """
+SELECT r.public_id,
+       (SELECT max(o.id) FROM runs_rollout o WHERE o.run_id = r.id),
+       (SELECT coalesce(sum(s.count), 0) FROM runs_metricseries s WHERE s.run_id = r.id),
+       (SELECT count(*) FROM labels_mark m WHERE m.run_id = r.id)
+FROM runs_run r WHERE r.project_id = %s AND r.public_id = ANY(%s) ORDER BY 1
+"""
+
+
+def data_stamp(project: Project, ids: Sequence[str]) -> list[Any]:
+    """What changes when a panel's runs get new data (rollouts, metric points, marks), read through
+    indexes; with no runs named (a project-wide search), the newest rollout and search document."""
+    with connection.cursor() as cur:
+        if ids:
+            cur.execute(_STAMP_SQL, [project.pk, list(ids)])
+        else:
+            cur.execute("SELECT (SELECT max(id) FROM runs_rollout), (SELECT max(id) FROM search_doc)")
+        return [list(row) for row in cur.fetchall()]
 
 
 def num(v: Any) -> float | None:

@@ -3,14 +3,18 @@ the label rates. All three are compare's own numbers (`comparison_build`), turne
 
 from __future__ import annotations
 
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.compare import comparison as cmp
+from deeprepo_web.compare import pricing
 from deeprepo_web.compare.exports import comparison_markdown
-from deeprepo_web.compare.options import MIN_RUNS, CompareError
+from deeprepo_web.compare.options import MIN_RUNS, CompareError, Options, letters
 from deeprepo_web.compare.query import comparison_for
-from deeprepo_web.compare.views import comparison_context
+from deeprepo_web.compare.rundata import RunData, run_data
+from deeprepo_web.compare.views import PALETTE, comparison_context
+from deeprepo_web.labels.rates import label_rate_rows
 from deeprepo_web.reports.panels.base import (
     Field,
     PanelError,
@@ -71,11 +75,19 @@ def compare_markdown(params: dict[str, Any], data: dict[str, Any]) -> str:
     return str(data.get("markdown") or "")
 
 
+def _run_data(project: Project, params: dict[str, Any]) -> list[RunData]:
+    """Compare's per-run arrays without the table's bootstraps (what these two panels need)."""
+    runs = runs_live(project, params.get("runs") or [])
+    prices = pricing.price_table(project=project)
+    return [run_data(r, letter, zero=None, prices=prices) for r, letter in zip(runs, letters(len(runs)), strict=True)]
+
+
 def per_example_compute(project: Project, params: dict[str, Any]) -> dict[str, Any]:
-    c = _comparison(project, params)
-    ids, cells = cmp.per_example_rewards(c, limit=50)  # compare keys examples by their row id
+    data = _run_data(project, params)
+    # per_example_rewards reads only the runs of a comparison; compare keys examples by their row id.
+    ids, cells = cmp.per_example_rewards(cast(cmp.Comparison, SimpleNamespace(runs=data)), limit=50)
     names = dict(Example.objects.filter(project=project, pk__in=[int(i) for i in ids]).values_list("pk", "key"))
-    return {"runs": [{"name": d.run.name, "letter": d.letter} for d in c.runs],
+    return {"runs": [{"name": d.run.name, "letter": d.letter} for d in data],
             "rows": [[names.get(int(i), i)[:200], *line] for i, line in zip(ids, cells, strict=True)]}
 
 
@@ -85,11 +97,16 @@ def per_example_markdown(params: dict[str, Any], data: dict[str, Any]) -> str:
 
 
 def label_rates_compute(project: Project, params: dict[str, Any]) -> dict[str, Any]:
-    data = compare_compute(project, params)
-    data["rows"] = [r for r in data["rows"] if r["key"].startswith("label:")]
-    data.pop("markdown", None)
-    data["behaviour"], data["effects"] = [], []
-    return data
+    data = _run_data(project, params)
+    base = next((i for i, d in enumerate(data) if d.run.public_id == params.get("baseline")), 0)
+    options = Options()
+    rows = label_rate_rows(data, base, cmp._Boot(options.n_resamples, options.seed))
+    runs = [{"id": d.run.public_id, "name": d.run.name, "letter": d.letter, "model": d.run.model, "kind": d.run.kind,
+             "step": d.step, "color": PALETTE[i % len(PALETTE)], "base": i == base} for i, d in enumerate(data)]
+    return {"runs": runs, "behaviour": [], "effects": [], "paired": 0,
+            "rows": [{"key": row.key, "label": row.label,
+                      "cells": [{"text": cell.text, "note": cell.note, "delta": cmp.delta_text(delta, row), "tone": ""}
+                                for cell, delta in zip(row.cells, row.deltas, strict=True)]} for row in rows]}
 
 
 def label_rates_markdown(params: dict[str, Any], data: dict[str, Any]) -> str:
