@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-W, H = 640, 220
+W, H = 600, 220  # a chart in a two-column row; a full-width one is WIDE wide at the same height
+WIDE = 1000
 PAD_L, PAD_R, PAD_T, PAD_B = 52, 12, 10, 26
 
 
@@ -53,7 +54,8 @@ def _label(v: float) -> str:
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
-def line_chart(lines: Sequence[Line], *, title: str = "") -> SafeString:
+def line_chart(lines: Sequence[Line], *, title: str = "", wide: bool = False) -> SafeString:
+    w = WIDE if wide else W
     pts = [(x, y) for ln in lines for x, y in zip(ln.xs, ln.ys, strict=False) if y is not None]
     if not pts:
         return mark_safe('<p class="muted">No points to draw.</p>')
@@ -66,14 +68,14 @@ def line_chart(lines: Sequence[Line], *, title: str = "") -> SafeString:
     x1 = x1 if x1 > x0 else x0 + 1
 
     def sx(x: float) -> float:
-        return PAD_L + (x - x0) / (x1 - x0) * (W - PAD_L - PAD_R)
+        return PAD_L + (x - x0) / (x1 - x0) * (w - PAD_L - PAD_R)
 
     def sy(y: float) -> float:
         return PAD_T + (y1 - y) / (y1 - y0) * (H - PAD_T - PAD_B)
 
-    parts = [f'<svg class="chart" viewBox="0 0 {W} {H}" role="img" aria-label="{escape(title)}">']
+    parts = [f'<svg class="chart" viewBox="0 0 {w} {H}" role="img" aria-label="{escape(title)}">']
     for t in _ticks(y0, y1):
-        parts.append(f'<line class="grid" x1="{PAD_L}" x2="{W - PAD_R}" y1="{sy(t):.1f}" y2="{sy(t):.1f}"/>'
+        parts.append(f'<line class="grid" x1="{PAD_L}" x2="{w - PAD_R}" y1="{sy(t):.1f}" y2="{sy(t):.1f}"/>'
                      f'<text class="tick" x="{PAD_L - 6}" y="{sy(t) + 4:.1f}" text-anchor="end">{_label(t)}</text>')
     for t in _ticks(x0, x1, 6):
         parts.append(f'<text class="tick" x="{sx(t):.1f}" y="{H - 8}" text-anchor="middle">{_label(t)}</text>')

@@ -3,6 +3,7 @@ across runs, and how often a search matches per training step."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from deeprepo_web.accounts.models import Project
@@ -67,7 +68,9 @@ def excerpt_compute(project: Project, params: dict[str, Any]) -> dict[str, Any]:
     start, count = _turn_range(params.get("turns"))
     turns = []
     for t in turns_page(rollout=rollout, start=start, limit=count):
-        calls = [{"name": c.name, "arguments": str(c.arguments)[:CALL_CHARS], "output": (c.output or "")[:CALL_CHARS]}
+        calls = [{"name": c.name, "output": (c.output or "")[:CALL_CHARS],
+                  "arguments": (c.arguments if isinstance(c.arguments, str)
+                                else json.dumps(c.arguments, ensure_ascii=False))[:CALL_CHARS]}
                  for c in sorted(t.tool_calls.all(), key=lambda c: (c.parent_id or 0, c.index))[:8]]
         turns.append({"index": t.index, "role": t.role, "content": t.content[:TEXT_CHARS],
                       "cut": len(t.content) > TEXT_CHARS or bool(t.content_blob), "calls": calls})

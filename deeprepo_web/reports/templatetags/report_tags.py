@@ -66,7 +66,7 @@ def raw_text(data: dict[str, Any]) -> str:
 
 
 @register.simple_tag
-def curve_svg(chart: dict[str, Any], smoothing: Any) -> SafeString:
+def curve_svg(chart: dict[str, Any], smoothing: Any, n_charts: int = 1) -> SafeString:
     alpha = float(smoothing or 0)
     lines = []
     for ln in chart.get("lines", []):
@@ -76,7 +76,7 @@ def curve_svg(chart: dict[str, Any], smoothing: Any) -> SafeString:
         if alpha > 0:  # the raw curve stays, faint, under the smoothed one
             lines.append(svg.Line(ln["name"] + " (raw)", ln["color"] + "55", [x for x, _ in pairs], [y for _, y in pairs]))
         lines.append(svg.Line(ln["name"], ln["color"], [x for x, _ in pairs], ys))
-    return svg.line_chart(lines, title=str(chart.get("key", "")))
+    return svg.line_chart(lines, title=str(chart.get("key", "")), wide=n_charts == 1)
 
 
 @register.simple_tag
@@ -100,10 +100,10 @@ def checkpoints_svg(data: dict[str, Any]) -> SafeString:
         svg.Line("95% CI low", "#9aa5c4", xs, [p["lo"] for p in pts], dashed=True),
         svg.Line("95% CI high", "#9aa5c4", xs, [p["hi"] for p in pts], dashed=True),
         svg.Line("mean reward", PALETTE[0], xs, [p["mean"] for p in pts]),
-    ], title="checkpoint evals")
+    ], title="checkpoint evals", wide=True)
 
 
 @register.simple_tag
 def search_svg(data: dict[str, Any]) -> SafeString:
     return svg.line_chart([svg.Line(r["run"], PALETTE[i % len(PALETTE)], r["steps"], r["share"])
-                           for i, r in enumerate(data.get("runs", []))], title="share of rollouts matching")
+                           for i, r in enumerate(data.get("runs", []))], title="share of rollouts matching", wide=True)
