@@ -40,8 +40,8 @@ def test_seed_002_report_from_three_eval_runs(client: Any, team: Any, three: lis
     # Each run's raw eval output, like vf-eval's.
     assert "reward: avg - 0.785, std - 0.100" in text
     assert "r1: [0.636, 0.9, 0.85]" in text and "r2: [0.887, 0.7, 0.738]" in text
-    assert "reward: avg - 0.987, std - 0.018" in text and "r1: [0.962, 1, 1]" in text
-    assert "num_turns: avg - 8.667, std - 4.422" in text
+    assert "reward: avg - 0.987, std - 0.018" in text and "r1: [0.962, 1.0, 1.0]" in text
+    assert "num_turns: avg - 8.667, std - 4.422" in text and "r1: [18.0, 5.0, 5.0]" in text
     assert "delegation_reward: avg - 0.785, std - 0.100" in text
     assert "input_tokens (avg): 14598.500" in text and "input_tokens (avg): 8585.167" in text
     assert "stop_conditions: episode_done: 1.000" in text

@@ -115,7 +115,8 @@ def raw_summary_compute(project: Project, params: dict[str, Any]) -> dict[str, A
 
 
 def _vals(row: list[float | None]) -> str:
-    return "[" + ", ".join("—" if v is None else f"{v:g}" for v in row) + "]"
+    # As vf-eval prints a list of floats: 1.0, 18.0, 0.636.
+    return "[" + ", ".join("—" if v is None else repr(round(float(v), 4)) for v in row) + "]"
 
 
 def _dur(v: float | None) -> str:
