@@ -15,28 +15,10 @@ from deeprepo_web.trajectories.richtext import markdown_html
 register = template.Library()
 
 
-def _f(v: Any, digits: int) -> str:
-    return "—" if v is None or v == "" else f"{float(v):,.{digits}f}"
-
-
 @register.filter
-def f0(v: Any) -> str:
-    return _f(v, 0)
-
-
-@register.filter
-def f2(v: Any) -> str:
-    return _f(v, 2)
-
-
-@register.filter
-def f3(v: Any) -> str:
-    return _f(v, 3)
-
-
-@register.filter
-def f4(v: Any) -> str:
-    return _f(v, 4)
+def fnum(v: Any, digits: int = 3) -> str:
+    """A stored number with `digits` decimals and thousands separators; "—" for none."""
+    return "—" if v is None or v == "" else f"{float(v):,.{int(digits)}f}"
 
 
 @register.filter
