@@ -74,6 +74,14 @@ def test_write_edit_publish_share_export(browser_page: Any, live_server: Any, te
     page.wait_for_url(re.compile(r".*/published/$"))
     assert "data as of" in page.inner_text(".report-bar")
     _shot(page, "report-published.png")
+    page.click("a:has-text('Versions')")
+    versions = page.inner_text("table.versions-table")
+    assert "published" in versions and "added Curves" in versions and "editor" in versions
+    _shot(page, "report-versions.png")
+    page.goto(f"{live_server.url}/p/demo/reports/")
+    assert "Published v" in page.inner_text("table.reports-table")
+    _shot(page, "reports-list.png")
+    page.goto(f"{live_server.url}/p/demo/reports/{report.public_id}/published/")
 
     page.click("summary:has-text('Share…')")
     page.fill("input[name=title]", "GRPO on deeprepo-orchestration")

@@ -43,7 +43,7 @@ def test_every_save_is_a_version_with_who_and_when_and_restore(client: Any, team
     assert [v.note for v in versions] == ["created", f"edited text {intro.uid}", "added text", "removed a block"]
     assert all(v.created_by == team.editor for v in versions)
     page = page_text(client.get(f"/p/demo/reports/{report.public_id}/versions/").content.decode())
-    assert "removed a block" in page and "editor" in page
+    assert "removed a block" in page and "edited a text block" in page and "editor" in page
     # Open version 2: the removed block is there; restore it.
     v2 = page_text(client.get(f"/p/demo/reports/{report.public_id}/versions/2/").content.decode())
     assert "First findings" in v2

@@ -89,3 +89,9 @@ def checkpoints_svg(data: dict[str, Any]) -> SafeString:
 def search_svg(data: dict[str, Any]) -> SafeString:
     return svg.line_chart([svg.Line(r["run"], PALETTE[i % len(PALETTE)], r["steps"], r["share"])
                            for i, r in enumerate(data.get("runs", []))], title="share of rollouts matching", wide=True)
+
+
+@register.filter
+def version_note(note: str) -> str:
+    """A version's note for people: the block id that groups autosaves is left out."""
+    return "edited a text block" if note.startswith("edited text ") else note
