@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "deeprepo_web.labels",
     "deeprepo_web.search",
     "deeprepo_web.judge",
+    "deeprepo_web.reports",
 ]
 
 MIDDLEWARE = [

@@ -82,7 +82,14 @@ def world(team: Any, tmp_path: Any) -> dict[str, str]:
     label = label_create(project=team.project, name="found")
     mark = mark_create(label=label, rollout=r, user=team.owner)
     judge_job = JudgeJob.objects.create(project=team.project, rubric="r", label=label, status="cancelled")
+    from deeprepo_web.reports.services import report_create, report_publish
+
+    report = report_create(project=team.project, user=team.owner, title="r", blocks=[{"kind": "text", "text": "x"}])
+    report_publish(report=report, user=team.owner)
     return {
+        "rid": report.public_id,
+        "uid": report.blocks.get().uid,
+        "number": "1",
         "fmt": "jsonl",
         "mark_id": str(mark.pk),
         "judge_id": judge_job.public_id,
