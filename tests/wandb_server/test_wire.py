@@ -186,3 +186,48 @@ def test_upload_url_is_signed_and_expires(client: Any, team: Any) -> None:
     assert Run.objects.get().artifacts.get().name == "wandb/config.yaml"
     tampered = path[:-3] + ("AAA" if not path.endswith("AAA") else "BBB")
     assert client.put(tampered, b"x", content_type="application/octet-stream").status_code == 403
+
+
+CREATE_FILES = """mutation CreateRunFiles($entity: String!, $project: String!, $run: String!, $files: [String!]!) {
+  createRunFiles(input: {entityName: $entity, projectName: $project, runName: $run, files: $files}) {
+    files { name uploadUrl } } }"""
+
+
+def _upload(client: Any, key: str, name: str, doc: Any) -> None:
+    res = _gql(client, key, CREATE_FILES, {"entity": "demo", "project": "p", "run": "r1", "files": [name]})
+    url = res.json()["data"]["createRunFiles"]["files"][0]["uploadUrl"]
+    put = client.put(url.removeprefix("http://testserver"), json.dumps(doc).encode(),
+                     content_type="application/octet-stream")
+    assert put.status_code == 200, put.content
+
+
+def test_cumulative_table_adds_only_new_rows(client: Any, team: Any) -> None:
+    """verl logs its whole generations table again at every step: rows already sent are not doubled."""
+    from deeprepo_web.runs.models import Rollout
+
+    cols = ["step", "input", "output", "score"]
+    first = [[1, "2+2?", "4", 1.0], [1, "3+3?", "7", 0.0]]
+    _upload(client, team.key, "media/table/val/generations_1_aaaa1111.table.json", {"columns": cols, "data": first})
+    grown = first + [[2, "2+2?", "5", 0.0], [2, "5+5?", "10", 1.0]]
+    _upload(client, team.key, "media/table/val/generations_2_bbbb2222.table.json", {"columns": cols, "data": grown})
+    rows = sorted(Rollout.objects.values_list("step", "final_answer", "reward"))
+    assert rows == [(1, "4", 1.0), (1, "7", 0.0), (2, "10", 1.0), (2, "5", 0.0)]
+
+
+def test_openrlhf_generated_samples_table(client: Any, team: Any) -> None:
+    from deeprepo_web.runs.models import Rollout
+
+    doc = {"columns": ["global_step", "text", "reward"],
+           "data": [[10, "<|user|>1+1?<|assistant|>2", 1.0], [10, "<|user|>1+2?<|assistant|>4", -1.0]]}
+    _upload(client, team.key, "media/table/train/generated_samples_10_cccc3333.table.json", doc)
+    rows = sorted(Rollout.objects.values_list("step", "reward", "final_answer"))
+    assert rows == [(10, -1.0, "<|user|>1+2?<|assistant|>4"), (10, 1.0, "<|user|>1+1?<|assistant|>2")]
+
+
+def test_a_table_that_is_not_rollouts_is_kept_as_a_file(client: Any, team: Any) -> None:
+    from deeprepo_web.runs.models import Artifact, Rollout
+
+    _upload(client, team.key, "media/table/lr_table_3_dddd4444.table.json",
+            {"columns": ["epoch", "lr"], "data": [[1, 0.1]]})
+    assert Rollout.objects.count() == 0
+    assert Artifact.objects.get().name == "wandb/media/table/lr_table_3_dddd4444.table.json"
