@@ -231,3 +231,20 @@ def test_a_table_that_is_not_rollouts_is_kept_as_a_file(client: Any, team: Any) 
             {"columns": ["epoch", "lr"], "data": [[1, 0.1]]})
     assert Rollout.objects.count() == 0
     assert Artifact.objects.get().name == "wandb/media/table/lr_table_3_dddd4444.table.json"
+
+
+def test_logs_tab_shows_lines_and_alerts_escaped_and_hides_from_outsiders(client: Any, team: Any) -> None:
+    body = json.dumps({"files": {"output.log": {"offset": 0, "content": [
+        "2026-01-01T10:00:00.000001 <script>alert(1)</script> step 1"]}}})
+    _stream(client, team.key, "r1", body)
+    alert = """mutation A($e: String!, $p: String!, $r: String!) { notifyScriptableRunAlert(input: {entityName: $e,
+      projectName: $p, runName: $r, title: "reward <b>collapsed</b>", text: "below 0.1", severity: WARN}) { success } }"""
+    assert _gql(client, team.key, alert, {"e": "demo", "p": "p", "r": "r1"}).json()["data"]["notifyScriptableRunAlert"]
+    run = Run.objects.get()
+    url = f"/p/demo/runs/{run.public_id}/logs/"
+    client.force_login(team.viewer)
+    html = client.get(url).content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; step 1" in html and "<script>alert(1)" not in html
+    assert "reward &lt;b&gt;collapsed&lt;/b&gt;" in html and "sev-warn" in html
+    client.force_login(team.outsider)
+    assert client.get(url).status_code == 404
