@@ -106,6 +106,8 @@ def world(team: Any, tmp_path: Any) -> dict[str, str]:
         "cluster_id": str(cluster.pk),
         "link_id": str(link.pk),
         "token": "not-a-token",  # share pages are public by design (tested in tests/compare)
+        "entity": team.project.slug,  # the W&B file stream: entity and W&B project name
+        "project": "wandb-project",
     }
 
 
@@ -119,7 +121,7 @@ def _project_urls(values: dict[str, str]) -> list[tuple[str, str]]:
     return urls
 
 
-KEY_ONLY = ("/api/", "/v1/")  # endpoints that take an API key, never a session
+KEY_ONLY = ("/api/", "/v1/", "/graphql", "/files/")  # endpoints that take an API key, never a session
 
 
 def test_every_url_is_404_for_an_outsider(client, team, world):
