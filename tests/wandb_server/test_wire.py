@@ -248,3 +248,14 @@ def test_logs_tab_shows_lines_and_alerts_escaped_and_hides_from_outsiders(client
     assert "reward &lt;b&gt;collapsed&lt;/b&gt;" in html and "sev-warn" in html
     client.force_login(team.outsider)
     assert client.get(url).status_code == 404
+
+
+def test_bad_history_lines_are_skipped_kept_lines_stored_and_the_run_says_why(client: Any, team: Any) -> None:
+    from deeprepo_web.runs.models import IngestRefusal
+
+    lines = ['{"_step": 0, "loss": 1}', '{"_step": 1, "loss": ', '{"loss": 3}', '{"_step": 3, "loss": 4}']
+    body = json.dumps({"files": {"wandb-history.jsonl": {"offset": 0, "content": lines}}})
+    assert _stream(client, team.key, "r1", body).status_code == 200
+    assert list(Metric.objects.order_by("step").values_list("step", "value")) == [(0, 1.0), (3, 4.0)]
+    error = IngestRefusal.objects.get().error
+    assert "wandb-history.jsonl line 1: not JSON" in error and "line 2: no numeric _step" in error
