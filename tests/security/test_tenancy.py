@@ -29,7 +29,8 @@ from deeprepo_web.sharing.services import share_create
 from tests.factories import rollout
 
 # Reachable without project membership on purpose.
-PUBLIC = {"login", "logout", "home", "api-1:openapi-json", "api-1:openapi-view"}
+PUBLIC = {"login", "logout", "home", "api-1:openapi-json", "api-1:openapi-view",
+          "mlflow_version"}  # GET /version: the MLflow server version MLflow clients ask before tracing
 # /storage/ URLs are capabilities: a signed, expiring token is the permission (tests/artifacts).
 PUBLIC_PREFIXES = ("/s/", "/static/", "/api/docs", "/api/openapi", "/storage/")
 
@@ -105,7 +106,10 @@ def world(team: Any, tmp_path: Any) -> dict[str, str]:
         "template_id": str(template.pk),
         "cluster_id": str(cluster.pk),
         "link_id": str(link.pk),
-        "token": "not-a-token",  # share pages are public by design (tested in tests/compare)
+        "token": "not-a-token",
+        # MLflow's REST paths take keys only (401 for a session); another project's key: tests/mlflow_server
+        "endpoint": "experiments/get",
+        "path": f"0/{run.public_id}/artifacts/log.txt",  # share pages are public by design (tested in tests/compare)
     }
 
 
