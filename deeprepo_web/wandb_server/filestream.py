@@ -83,7 +83,7 @@ def _offset_row(run: Run, writer: str, name: str) -> StreamOffset:
     return StreamOffset.objects.select_for_update().get(run=run, writer=writer, file=name)
 
 
-def _appendable(run: Run, writer: str, name: str, chunk: dict[str, Any]) -> tuple[StreamOffset, list[str]]:
+def _appendable(run: Run, writer: str, name: str, chunk: dict[str, Any]) -> list[str]:
     """The lines of an append-only file not stored yet (the row stays locked until commit)."""
     row = _offset_row(run, writer, name)
     offset, content = int(chunk.get("offset") or 0), [str(c) for c in chunk.get("content") or []]
@@ -93,7 +93,7 @@ def _appendable(run: Run, writer: str, name: str, chunk: dict[str, Any]) -> tupl
         row.next_offset = offset + len(content)
         row.tail = fresh[-1] if name == HISTORY else ""
         row.save(update_fields=["next_offset", "tail"])
-    return row, fresh
+    return fresh
 
 
 def _console(run: Run, writer: str, chunk: dict[str, Any]) -> int:
@@ -141,14 +141,14 @@ def _summary(run: Run, chunk: dict[str, Any], result: ChunkResult) -> None:
 def chunk_store(*, run: Run, writer: str, body: dict[str, Any]) -> ChunkResult:
     """Store one POST's files; finish the run when it says `complete`."""
     result = ChunkResult()
-    files = body.get("files") if isinstance(body.get("files"), dict) else {}
+    raw = body.get("files")
+    files: dict[str, Any] = raw if isinstance(raw, dict) else {}
     with transaction.atomic():
         for name, chunk in files.items():
             if not isinstance(chunk, dict):
                 result.problems.append(f"{name}: not an object; skipped")
             elif name == HISTORY:
-                _row, fresh = _appendable(run, writer, name, chunk)
-                points = history_points(fresh, name, result)
+                points = history_points(_appendable(run, writer, name, chunk), name, result)
                 result.points += metrics_ingest(run=run, points=points) if points else 0
             elif name == EVENTS:
                 _appendable(run, writer, name, chunk)

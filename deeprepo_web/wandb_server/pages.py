@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_GET
 
 from deeprepo_web.accounts import access
 from deeprepo_web.front.http import STOP_POLLING, is_htmx
@@ -13,6 +14,7 @@ from deeprepo_web.wandb_server.console import run_logs
 
 
 @login_required
+@require_GET
 def run_logs_page(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     run = access.run_for_user(request.user, run_id, slug=slug)
     final = run.status in FINAL_RUN_STATUSES

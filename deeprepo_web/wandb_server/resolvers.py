@@ -130,6 +130,5 @@ RESOLVERS: dict[tuple[str, str], Callable[..., Any]] = {
     ("Mutation", "createRunFiles"): create_run_files,
     ("Mutation", "markRunFilesUploaded"): success,
     ("Mutation", "notifyScriptableRunAlert"): alert,
-    ("Mutation", "stopRun"): success,
     ("Mutation", "upsertModel"): upsert_model,
 }

@@ -4,7 +4,7 @@ The SDK sends no API key with the PUT, so the URL carries its own signature and 
 becomes: a W&B table whose columns look like rollouts → rollouts (a cumulative table logged again
 adds only its new rows); media (images, HTML, audio, video) → run artifacts `media/<key>/step-<n>/…`
 (importers/media.py, the same as a `.wandb` import); anything else (config.yaml, output.log, files
-given to wandb.save) → the run artifact `wandb/<path>`.
+given to wandb.save, tables that are not rollouts) → the run artifact `wandb/<path>`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 
 from deeprepo_client.formats._values import short_hash
-from deeprepo_client.formats.wandb_tables import rows_rollouts
+from deeprepo_client.formats.wandb_tables import rollout_columns, rows_rollouts
 from deeprepo_client.records import MediaRecord, Problem
 from deeprepo_web.artifacts.services import ArtifactError, artifact_name_check, artifact_store_file
 from deeprepo_web.importers.media import media_store
@@ -58,8 +58,9 @@ def _content_uid(run: Run, key: str, record: dict[str, Any]) -> str:
                                  record.get("final_answer"), record.get("reward"), record.get("step"), n=32)
 
 
-def table_store(run: Run, key: str, step: int, path: Path) -> int:
-    """A table's rows as rollouts when its columns look like rollouts; returns how many were new."""
+def table_store(run: Run, key: str, step: int, path: Path) -> int | None:
+    """A table's rows as rollouts when its columns look like rollouts; returns how many were new, or
+    None for a table that is not rollouts (kept as a file then)."""
     if path.stat().st_size > MAX_TABLE:
         raise UploadError(f"table {key!r}: over {MAX_TABLE >> 20} MB, not read")
     try:
@@ -69,6 +70,8 @@ def table_store(run: Run, key: str, step: int, path: Path) -> int:
     columns, data = (doc.get("columns"), doc.get("data")) if isinstance(doc, dict) else (None, None)
     if not isinstance(columns, list) or not isinstance(data, list):
         raise UploadError(f"table {key!r}: needs a 'columns' list and a 'data' list")
+    if rollout_columns(columns) is None:
+        return None
     records = [r for r in rows_rollouts(columns, data, key, key, step, run.public_id, Path("/nonexistent"))
                if not isinstance(r, Problem)]
     rollouts: list[dict[str, Any]] = []
@@ -83,7 +86,9 @@ def upload_store(*, run: Run, name: str, path: Path) -> str:
     """Keep one uploaded file; returns what it became."""
     found = _MEDIA.match(name)
     if found and found["folder"] == "table" and name.endswith(".table.json"):
-        return f"{table_store(run, found['key'], int(found['step']), path)} new rollouts"
+        added = table_store(run, found["key"], int(found["step"]), path)
+        if added is not None:
+            return f"{added} new rollouts"
     if found and found["folder"] in _KINDS:
         record: MediaRecord = {"key": found["key"], "step": int(found["step"]), "kind": _KINDS[found["folder"]],
                                "name": name, "data": path.read_bytes()}

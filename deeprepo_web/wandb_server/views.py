@@ -22,6 +22,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey
+from deeprepo_web.runs.services import ingest_refusal_note
 from deeprepo_web.wandb_server import mapping
 from deeprepo_web.wandb_server.filestream import chunk_store
 from deeprepo_web.wandb_server.resolvers import Context
@@ -103,8 +104,10 @@ def file_stream(request: HttpRequest, entity: str, project: str, run_id: str) ->
     run, _created = mapping.run_get_or_create(project=key.project, wb_project=project, name=run_id[:120])
     writer = request.headers.get(WRITER_HEADER, "")[:128]
     result = chunk_store(run=run, writer=writer, body=body)
-    for problem in result.problems[:20]:
-        log.warning("wandb file stream %s: %s", run.public_id, problem)
+    if result.problems:
+        # Answered 200 all the same (a 4xx would stop the SDK's stream): what was skipped and why
+        # shows as the run page's banner of refused input.
+        ingest_refusal_note(run=run, kind="metrics", error="; ".join(result.problems[:20]))
     return JsonResponse({})
 
 

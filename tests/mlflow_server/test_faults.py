@@ -7,23 +7,20 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from django.conf import settings
 
 from deeprepo_web.accounts.models import ApiKey
 from deeprepo_web.accounts.services import api_key_revoke
 from deeprepo_web.mlflow_server.models import Experiment
 from deeprepo_web.runs.models import Artifact, Metric, MetricSeries, Run
-from tests.conftest import REPO
+from tests.gunicorn import free_port, gunicorn
 from tests.mlflow_server.test_tracking import mlflow_env, write
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(400)]
@@ -96,33 +93,9 @@ def test_malformed_bodies_and_oversized_batches_get_clear_errors(live_server: An
     assert Metric.objects.count() == 1000
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _gunicorn(port: int) -> subprocess.Popen[bytes]:
-    head = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres").rpartition("/")[0]
-    env = {**os.environ, "DATABASE_URL": f"{head}/{settings.DATABASES['default']['NAME']}"}
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "deeprepo_web.wsgi", "-b", f"127.0.0.1:{port}",
-                             "-w", "2", "--preload", "--log-level", "warning"], cwd=REPO, env=env,
-                            start_new_session=True)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/version", timeout=2)
-            return proc
-        except OSError:
-            if time.monotonic() > deadline:
-                os.killpg(proc.pid, signal.SIGKILL)
-                raise
-            time.sleep(0.2)
-
-
 def test_server_stopped_and_started_under_a_running_client(team: Any) -> None:
-    port, steps = _free_port(), 600
-    server = {"proc": _gunicorn(port)}
+    port, steps = free_port(), 600
+    server = {"proc": gunicorn(port, workers=2)}
     env = mlflow_env(f"http://127.0.0.1:{port}", team.key, MLFLOW_HTTP_REQUEST_MAX_RETRIES="10",
                      MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR="1")
     writer = subprocess.Popen([sys.executable, str(SLOW), str(steps)], env=env, stdout=subprocess.PIPE,
@@ -137,7 +110,7 @@ def test_server_stopped_and_started_under_a_running_client(team: Any) -> None:
         server["proc"].wait()
         stopped_at = Metric.objects.filter(series__run__external_id=run_id).count()
         time.sleep(2)
-        server["proc"] = _gunicorn(port)
+        server["proc"] = gunicorn(port, workers=2)
         out, err = writer.communicate(timeout=240)
     finally:
         writer.kill()

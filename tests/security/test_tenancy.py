@@ -29,7 +29,8 @@ from deeprepo_web.sharing.services import share_create
 from tests.factories import rollout
 
 # Reachable without project membership on purpose.
-PUBLIC = {"login", "logout", "home", "api-1:openapi-json", "api-1:openapi-view"}
+PUBLIC = {"login", "logout", "home", "api-1:openapi-json", "api-1:openapi-view",
+          "mlflow_version"}  # GET /version: the MLflow server version MLflow clients ask before tracing
 # /storage/ URLs are capabilities: a signed, expiring token is the permission (tests/artifacts).
 PUBLIC_PREFIXES = ("/s/", "/static/", "/api/docs", "/api/openapi", "/storage/")
 
@@ -113,6 +114,11 @@ def world(team: Any, tmp_path: Any) -> dict[str, str]:
         "cluster_id": str(cluster.pk),
         "link_id": str(link.pk),
         "token": "not-a-token",  # share pages are public by design (tested in tests/compare)
+        "entity": team.project.slug,  # the W&B file stream: entity and W&B project name
+        "project": "wandb-project",
+        # MLflow's REST paths take keys only (401 for a session); another project's key: tests/mlflow_server
+        "endpoint": "experiments/get",
+        "path": f"0/{run.public_id}/artifacts/log.txt",
     }
 
 
@@ -126,7 +132,7 @@ def _project_urls(values: dict[str, str]) -> list[tuple[str, str]]:
     return urls
 
 
-KEY_ONLY = ("/api/", "/v1/")  # endpoints that take an API key, never a session
+KEY_ONLY = ("/api/", "/v1/", "/graphql", "/files/")  # endpoints that take an API key, never a session
 
 
 def test_every_url_is_404_for_an_outsider(client, team, world):

@@ -25,7 +25,7 @@ def test_live_run_page_runs_table_and_logs_tab(browser_page: Any, live_server: A
                                               screenshot_dir: str) -> None:
     env = sdk_env(live_server.url, team.key, tmp_path)
     spec = {"id": "live0001", "project": "grpo-math", "name": "live <b>grpo</b>", "steps": 3, "print": True,
-            "interactive": True, "config": {"lr": 3e-6}}
+            "interactive": True, "config": {"lr": 3e-6}, "alert": "reward <b>dropped</b>"}
     proc = start_script(env, spec)
     try:
         wait_for(lambda: _stored(2), what="the first three steps")
@@ -34,6 +34,7 @@ def test_live_run_page_runs_table_and_logs_tab(browser_page: Any, live_server: A
         page.goto(f"{live_server.url}/p/demo/")
         row = page.locator("tr", has_text="live <b>grpo</b>")
         expect(row.locator(".status")).to_contain_text("running")
+        page.screenshot(path=os.path.join(screenshot_dir, "wandb-runs-table.png"), full_page=True)
         page.goto(f"{live_server.url}/p/demo/runs/{run.public_id}/")
         page.wait_for_selector('.panel[data-key="loss"][data-last-step="2"]')
         for step in range(3, 6):
@@ -60,5 +61,7 @@ def test_live_run_page_runs_table_and_logs_tab(browser_page: Any, live_server: A
     expect(page.locator("#run-logs")).to_be_attached()
     page.reload()
     expect(page.locator("h1 .status")).to_have_text("finished")
+    expect(page.locator(".run-alert")).to_contain_text("reward <b>dropped</b>")  # escaped, shown as typed
+    page.screenshot(path=os.path.join(screenshot_dir, "wandb-run-logs-finished.png"), full_page=True)
     assert Run.objects.get(pk=run.pk).status == "finished"
     assert page.watched.errors == []

@@ -93,3 +93,13 @@ def test_shared_mode_two_writers_make_one_run(live_server: Any, team: Any, tmp_p
     assert ConsoleLine.objects.filter(run=run, text="[trainer] SCRIPT-HOLDING").exclude(
         writer=worker_lines.first().writer).exists()
     assert run.status == "finished"
+
+
+def test_wrong_key_is_refused_with_a_clear_message(live_server: Any, team: Any, tmp_path: Path,
+                                                    wandb_python: str) -> None:
+    wrong = "drk_00000000-" + "x" * 40  # the right shape, so the SDK sends it; unknown here
+    done = run_script(sdk_env(live_server.url, wrong, tmp_path), {"id": "nokey001", "steps": 2},
+                      python=wandb_python, check=False)
+    assert done.returncode != 0 and "SCRIPT-DONE" not in done.stdout
+    assert "API key" in done.stderr or "api key" in done.stderr.lower() or "401" in done.stderr, done.stderr[-2000:]
+    assert not Run.objects.exists()

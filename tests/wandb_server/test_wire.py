@@ -186,3 +186,76 @@ def test_upload_url_is_signed_and_expires(client: Any, team: Any) -> None:
     assert Run.objects.get().artifacts.get().name == "wandb/config.yaml"
     tampered = path[:-3] + ("AAA" if not path.endswith("AAA") else "BBB")
     assert client.put(tampered, b"x", content_type="application/octet-stream").status_code == 403
+
+
+CREATE_FILES = """mutation CreateRunFiles($entity: String!, $project: String!, $run: String!, $files: [String!]!) {
+  createRunFiles(input: {entityName: $entity, projectName: $project, runName: $run, files: $files}) {
+    files { name uploadUrl } } }"""
+
+
+def _upload(client: Any, key: str, name: str, doc: Any) -> None:
+    res = _gql(client, key, CREATE_FILES, {"entity": "demo", "project": "p", "run": "r1", "files": [name]})
+    url = res.json()["data"]["createRunFiles"]["files"][0]["uploadUrl"]
+    put = client.put(url.removeprefix("http://testserver"), json.dumps(doc).encode(),
+                     content_type="application/octet-stream")
+    assert put.status_code == 200, put.content
+
+
+def test_cumulative_table_adds_only_new_rows(client: Any, team: Any) -> None:
+    """verl logs its whole generations table again at every step: rows already sent are not doubled."""
+    from deeprepo_web.runs.models import Rollout
+
+    cols = ["step", "input", "output", "score"]
+    first = [[1, "2+2?", "4", 1.0], [1, "3+3?", "7", 0.0]]
+    _upload(client, team.key, "media/table/val/generations_1_aaaa1111.table.json", {"columns": cols, "data": first})
+    grown = first + [[2, "2+2?", "5", 0.0], [2, "5+5?", "10", 1.0]]
+    _upload(client, team.key, "media/table/val/generations_2_bbbb2222.table.json", {"columns": cols, "data": grown})
+    rows = sorted(Rollout.objects.values_list("step", "final_answer", "reward"))
+    assert rows == [(1, "4", 1.0), (1, "7", 0.0), (2, "10", 1.0), (2, "5", 0.0)]
+
+
+def test_openrlhf_generated_samples_table(client: Any, team: Any) -> None:
+    from deeprepo_web.runs.models import Rollout
+
+    doc = {"columns": ["global_step", "text", "reward"],
+           "data": [[10, "<|user|>1+1?<|assistant|>2", 1.0], [10, "<|user|>1+2?<|assistant|>4", -1.0]]}
+    _upload(client, team.key, "media/table/train/generated_samples_10_cccc3333.table.json", doc)
+    rows = sorted(Rollout.objects.values_list("step", "reward", "final_answer"))
+    assert rows == [(10, -1.0, "<|user|>1+2?<|assistant|>4"), (10, 1.0, "<|user|>1+1?<|assistant|>2")]
+
+
+def test_a_table_that_is_not_rollouts_is_kept_as_a_file(client: Any, team: Any) -> None:
+    from deeprepo_web.runs.models import Artifact, Rollout
+
+    _upload(client, team.key, "media/table/lr_table_3_dddd4444.table.json",
+            {"columns": ["epoch", "lr"], "data": [[1, 0.1]]})
+    assert Rollout.objects.count() == 0
+    assert Artifact.objects.get().name == "wandb/media/table/lr_table_3_dddd4444.table.json"
+
+
+def test_logs_tab_shows_lines_and_alerts_escaped_and_hides_from_outsiders(client: Any, team: Any) -> None:
+    body = json.dumps({"files": {"output.log": {"offset": 0, "content": [
+        "2026-01-01T10:00:00.000001 <script>alert(1)</script> step 1"]}}})
+    _stream(client, team.key, "r1", body)
+    alert = """mutation A($e: String!, $p: String!, $r: String!) { notifyScriptableRunAlert(input: {entityName: $e,
+      projectName: $p, runName: $r, title: "reward <b>collapsed</b>", text: "below 0.1", severity: WARN}) { success } }"""
+    assert _gql(client, team.key, alert, {"e": "demo", "p": "p", "r": "r1"}).json()["data"]["notifyScriptableRunAlert"]
+    run = Run.objects.get()
+    url = f"/p/demo/runs/{run.public_id}/logs/"
+    client.force_login(team.viewer)
+    html = client.get(url).content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; step 1" in html and "<script>alert(1)" not in html
+    assert "reward &lt;b&gt;collapsed&lt;/b&gt;" in html and "sev-warn" in html
+    client.force_login(team.outsider)
+    assert client.get(url).status_code == 404
+
+
+def test_bad_history_lines_are_skipped_kept_lines_stored_and_the_run_says_why(client: Any, team: Any) -> None:
+    from deeprepo_web.runs.models import IngestRefusal
+
+    lines = ['{"_step": 0, "loss": 1}', '{"_step": 1, "loss": ', '{"loss": 3}', '{"_step": 3, "loss": 4}']
+    body = json.dumps({"files": {"wandb-history.jsonl": {"offset": 0, "content": lines}}})
+    assert _stream(client, team.key, "r1", body).status_code == 200
+    assert list(Metric.objects.order_by("step").values_list("step", "value")) == [(0, 1.0), (3, 4.0)]
+    error = IngestRefusal.objects.get().error
+    assert "wandb-history.jsonl line 1: not JSON" in error and "line 2: no numeric _step" in error
