@@ -24,6 +24,8 @@ def sdk_env(url: str, key: str, tmp: Path, **extra: str) -> dict[str, str]:
         "WANDB_DISABLE_GIT": "true", "WANDB_DISABLE_CODE": "true", "WANDB__DISABLE_STATS": "true",
         "WANDB__DISABLE_META": "true", "WANDB_CONSOLE": "wrap", "WANDB_INIT_TIMEOUT": "60",
         "WANDB_ERROR_REPORTING": "false",
+        # A busy 2-core machine starts the SDK's service process slowly; its default 30 s wait gave up in a loaded run.
+        "WANDB__SERVICE_WAIT": "300",
     })
     env.update(extra)
     return env
