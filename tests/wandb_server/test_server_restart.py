@@ -12,7 +12,7 @@ import pytest
 
 from deeprepo_web.runs.models import Metric, MetricSeries, Run
 from deeprepo_web.wandb_server.models import ConsoleLine
-from tests.faults.test_web_server_killed import _free_port, _gunicorn
+from tests.gunicorn import free_port, gunicorn
 from tests.wandb_server.sdk import sdk_env, start_script, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,8 +25,8 @@ def _stored_steps() -> int:
 
 
 def test_server_killed_mid_run_loses_and_doubles_nothing(team: Any, tmp_path: Path) -> None:
-    port = _free_port()
-    server = _gunicorn(port)
+    port = free_port()
+    server = gunicorn(port)
     env = sdk_env(f"http://127.0.0.1:{port}", team.key, tmp_path)
     proc = start_script(env, {"id": "restart1", "steps": STEPS, "sleep": 0.02, "print": True})
     try:
@@ -35,7 +35,7 @@ def test_server_killed_mid_run_loses_and_doubles_nothing(team: Any, tmp_path: Pa
         server.wait()
         at_kill = _stored_steps()
         assert at_kill < STEPS, "the run ended before the server was killed: nothing was tested"
-        server = _gunicorn(port)
+        server = gunicorn(port)
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0 and "SCRIPT-DONE" in out, err[-3000:]
     finally:
