@@ -195,6 +195,9 @@ DEEPREPO_JOB_RETRY_SECONDS = float(env_str("DEEPREPO_JOB_RETRY_SECONDS", "2"))
 DEEPREPO_JOB_STALE_DISPATCH_SECONDS = float(env_str("DEEPREPO_JOB_STALE_DISPATCH_SECONDS", "120"))
 # Cluster SSH keys and tokens are encrypted with this Fernet key (default: derived from SECRET_KEY).
 DEEPREPO_ENCRYPTION_KEY = env_str("DEEPREPO_ENCRYPTION_KEY", "")
+# URLs an editor gives (judge endpoint, MLflow pulls) may reach these non-public addresses: CIDRs
+# or host names, comma-separated (e.g. "10.1.2.0/24,vllm.lab.internal"). Empty: public addresses only.
+DEEPREPO_OUTBOUND_ALLOW = env_str("DEEPREPO_OUTBOUND_ALLOW", "")
 
 LOGGING = {
     "version": 1,
