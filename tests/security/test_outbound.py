@@ -181,3 +181,33 @@ def test_mlflow_pull_through_the_guard_is_refused(server, settings):
                        transport=outbound.PinnedTransport()))
     assert len(events) == 1 and isinstance(events[0], Problem) and events[0].fatal
     assert "DEEPREPO_OUTBOUND_ALLOW" in events[0].message and server.hosts == []
+
+
+def test_https_keeps_the_name_for_sni_and_the_certificate(tmp_path, settings, monkeypatch):
+    """The socket goes to the pinned address, but TLS is spoken to the name: the server's
+    certificate (made here for judge.example only) verifies, and the SNI it receives is the name."""
+    import ssl
+    import subprocess
+
+    import httpx
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=judge.example", "-addext", "subjectAltName=DNS:judge.example",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    server = Server("127.0.0.2")
+    seen: list[str | None] = []
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    tls.sni_callback = lambda sock, name, ctx: seen.append(name)  # type: ignore[assignment,misc]
+    server.httpd.socket = tls.wrap_socket(server.httpd.socket, server_side=True)
+    settings.DEEPREPO_OUTBOUND_ALLOW = "127.0.0.2/32"
+    monkeypatch.setattr(outbound, "resolve", lambda host, port: ["127.0.0.2"])
+    trust = ssl.create_default_context(cafile=str(cert))
+    try:
+        with httpx.Client(transport=outbound.PinnedTransport(verify=trust)) as http:
+            res = http.get(f"https://judge.example:{server.port}/v1")
+        assert res.status_code == 200 and seen == ["judge.example"]
+        assert server.hosts == [f"judge.example:{server.port}"]
+    finally:
+        server.close()
