@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey, Membership, Project, Role
-from deeprepo_web.accounts.services import api_key_create, api_key_revoke, membership_set
+from deeprepo_web.accounts.services import api_key_create, api_key_revoke, membership_remove, membership_set
 
 
 def _page(request: HttpRequest, project: Project, **extra: object) -> HttpResponse:
@@ -73,5 +73,5 @@ def member_remove(request: HttpRequest, slug: str, membership_id: int) -> HttpRe
     membership = get_object_or_404(Membership.objects, project=project, pk=membership_id)
     if membership.user_id == request.user.pk:
         return _page(request, project, member_error="you cannot remove yourself")
-    membership.delete()
+    membership_remove(membership=membership)
     return redirect("project_settings", slug=slug)

@@ -10,6 +10,8 @@ from django.db import transaction
 
 from deeprepo_web import outbound
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.audit.models import Action
+from deeprepo_web.audit.services import audit_record
 from deeprepo_web.judge.models import JudgeEndpoint, JudgeJob, JudgeStatus
 from deeprepo_web.labels.models import Label
 from deeprepo_web.text import clean_text
@@ -41,7 +43,10 @@ def endpoint_save(*, project: Project, base_url: str, model: str, api_key: str |
     endpoint.input_per_mtok, endpoint.output_per_mtok = input_per_mtok, output_per_mtok
     if api_key is not None:
         endpoint.set_api_key(api_key)
-    endpoint.save()
+    with transaction.atomic():
+        endpoint.save()
+        audit_record(project=project, action=Action.JUDGE_ENDPOINT_SAVED, target=endpoint.base_url,
+                     model=endpoint.model, key_changed=api_key is not None)
     return endpoint
 
 
