@@ -49,7 +49,7 @@ def api_key_create(
             scopes=scopes or [], expires_at=expires_at,
         )
         audit_record(project=project, action=Action.KEY_CREATED, target=f"drk_{prefix} {name}".strip(),
-                     scopes=key.scopes)
+                     scopes=", ".join(key.scopes) or "all")
     return key, secret
 
 
