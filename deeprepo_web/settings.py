@@ -45,6 +45,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "deeprepo_web.ratelimit.RateLimitMiddleware",
     "deeprepo_web.front.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -200,6 +201,13 @@ DEEPREPO_ENCRYPTION_KEY = env_str("DEEPREPO_ENCRYPTION_KEY", "")
 # URLs an editor gives (judge endpoint, MLflow pulls) may reach these non-public addresses: CIDRs
 # or host names, comma-separated (e.g. "10.1.2.0/24,vllm.lab.internal"). Empty: public addresses only.
 DEEPREPO_OUTBOUND_ALLOW = env_str("DEEPREPO_OUTBOUND_ALLOW", "")
+# Requests per API key per window (deeprepo_web/ratelimit.py): writes and reads counted apart, 0 = no
+# limit. Counted in Redis (this URL, else the cache's or the broker's Redis); without Redis, no limit.
+DEEPREPO_RATE_WINDOW_SECONDS = env_int("DEEPREPO_RATE_WINDOW_SECONDS", 60)
+DEEPREPO_RATE_INGEST_PER_WINDOW = env_int("DEEPREPO_RATE_INGEST_PER_WINDOW", 1200)
+DEEPREPO_RATE_READ_PER_WINDOW = env_int("DEEPREPO_RATE_READ_PER_WINDOW", 1200)
+DEEPREPO_RATE_REDIS_URL = env_str("DEEPREPO_RATE_REDIS_URL", "") or _redis_cache or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")
 
 LOGGING = {
     "version": 1,
