@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "deeprepo_web.search",
     "deeprepo_web.judge",
     "deeprepo_web.audit",
+    "deeprepo_web.ops",
 ]
 
 MIDDLEWARE = [
