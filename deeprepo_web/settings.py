@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "deeprepo_web.judge",
     "deeprepo_web.audit",
     "deeprepo_web.ops",
+    "deeprepo_web.retention",
 ]
 
 MIDDLEWARE = [
@@ -190,7 +191,12 @@ CELERY_BEAT_SCHEDULE = {
     # New turns, calls and answers become searchable this many seconds after ingest, at most.
     "search-index": {"task": "deeprepo.search.index", "schedule": DEEPREPO_SEARCH_INDEX_SECONDS,
                      "options": {"expires": DEEPREPO_SEARCH_INDEX_SECONDS * 2}},
+    # Old rollout bodies and OTLP items (each project's retention setting), a bounded batch per beat.
+    "retention": {"task": "deeprepo.retention.sweep", "schedule": float(env_int("DEEPREPO_RETENTION_SECONDS", 3600)),
+                  "options": {"expires": 3000}},
 }
+# OTLP spans and log records whose trace became a rollout are deleted after this many days.
+DEEPREPO_OTLP_ITEM_DAYS = env_int("DEEPREPO_OTLP_ITEM_DAYS", 7)
 # Dispatch retries of transient cluster errors: attempts in all, and the first backoff (doubles).
 DEEPREPO_JOB_DISPATCH_ATTEMPTS = env_int("DEEPREPO_JOB_DISPATCH_ATTEMPTS", 5)
 DEEPREPO_JOB_RETRY_SECONDS = float(env_str("DEEPREPO_JOB_RETRY_SECONDS", "2"))

@@ -24,4 +24,5 @@ urlpatterns = [
     path("", include("deeprepo_web.labels.urls")),
     path("", include("deeprepo_web.judge.urls")),
     path("", include("deeprepo_web.audit.urls")),
+    path("", include("deeprepo_web.retention.urls")),
 ]
