@@ -14,7 +14,7 @@ def page_text(html: str) -> str:
     html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
     text = re.sub(r"<[^>]+>", " ", html)
     text = re.sub(r"\b(\d+|an?)\s+(second|minute|hour|day)s?(,\s*\d+\s+(second|minute|hour|day)s?)?\s+ago\b|\bnow\b", "", text)
-    text = re.sub(r"\b\d+[hms]\b", "", text)  # a running run's age ("15s", "1m 5s")
+    text = re.sub(r"\b\d+(\.\d+)?[hms]\b", "", text)  # a running run's age ("15s", "1m 5s")
     return " ".join(text.split())
 
 
