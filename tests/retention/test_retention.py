@@ -95,7 +95,7 @@ def test_the_setting_on_the_settings_page(client, team):
     client.force_login(team.owner)
     assert client.post(url, {"keep_days": "30"}).status_code == 302
     html = client.get(reverse("project_settings", args=["demo"])).content.decode()
-    assert 'name="keep_days" type="number" min="1" max="36500" value="30"' in html
+    assert 'name="keep_days" type="number" min="1" max="36500" value="30"' in html and "Retention" in html
     res = client.post(url, {"keep_days": "-4"})
     assert res.status_code == 400 and "keep_days" in res.content.decode()
     assert client.post(url, {"keep_days": ""}).status_code == 302
