@@ -36,12 +36,15 @@ INSTALLED_APPS = [
     "deeprepo_web.trajectories",
     "deeprepo_web.compare",
     "deeprepo_web.otlp",
+    "deeprepo_web.wandb_server",
+    "deeprepo_web.mlflow_server",
     "deeprepo_web.labels",
     "deeprepo_web.search",
     "deeprepo_web.judge",
     "deeprepo_web.audit",
     "deeprepo_web.ops",
     "deeprepo_web.retention",
+    "deeprepo_web.reports",
 ]
 
 MIDDLEWARE = [

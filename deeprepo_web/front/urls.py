@@ -25,4 +25,5 @@ urlpatterns = [
     path("", include("deeprepo_web.judge.urls")),
     path("", include("deeprepo_web.audit.urls")),
     path("", include("deeprepo_web.retention.urls")),
+    path("", include("deeprepo_web.reports.urls")),
 ]
