@@ -41,17 +41,22 @@ INSTALLED_APPS = [
     "deeprepo_web.labels",
     "deeprepo_web.search",
     "deeprepo_web.judge",
+    "deeprepo_web.audit",
+    "deeprepo_web.ops",
+    "deeprepo_web.retention",
     "deeprepo_web.reports",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "deeprepo_web.ratelimit.RateLimitMiddleware",
     "deeprepo_web.front.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "deeprepo_web.audit.context.AuditActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -189,7 +194,12 @@ CELERY_BEAT_SCHEDULE = {
     # New turns, calls and answers become searchable this many seconds after ingest, at most.
     "search-index": {"task": "deeprepo.search.index", "schedule": DEEPREPO_SEARCH_INDEX_SECONDS,
                      "options": {"expires": DEEPREPO_SEARCH_INDEX_SECONDS * 2}},
+    # Old rollout bodies and OTLP items (each project's retention setting), a bounded batch per beat.
+    "retention": {"task": "deeprepo.retention.sweep", "schedule": float(env_int("DEEPREPO_RETENTION_SECONDS", 3600)),
+                  "options": {"expires": 3000}},
 }
+# OTLP spans and log records whose trace became a rollout are deleted after this many days.
+DEEPREPO_OTLP_ITEM_DAYS = env_int("DEEPREPO_OTLP_ITEM_DAYS", 7)
 # Dispatch retries of transient cluster errors: attempts in all, and the first backoff (doubles).
 DEEPREPO_JOB_DISPATCH_ATTEMPTS = env_int("DEEPREPO_JOB_DISPATCH_ATTEMPTS", 5)
 DEEPREPO_JOB_RETRY_SECONDS = float(env_str("DEEPREPO_JOB_RETRY_SECONDS", "2"))
@@ -198,6 +208,16 @@ DEEPREPO_JOB_RETRY_SECONDS = float(env_str("DEEPREPO_JOB_RETRY_SECONDS", "2"))
 DEEPREPO_JOB_STALE_DISPATCH_SECONDS = float(env_str("DEEPREPO_JOB_STALE_DISPATCH_SECONDS", "120"))
 # Cluster SSH keys and tokens are encrypted with this Fernet key (default: derived from SECRET_KEY).
 DEEPREPO_ENCRYPTION_KEY = env_str("DEEPREPO_ENCRYPTION_KEY", "")
+# URLs an editor gives (judge endpoint, MLflow pulls) may reach these non-public addresses: CIDRs
+# or host names, comma-separated (e.g. "10.1.2.0/24,vllm.lab.internal"). Empty: public addresses only.
+DEEPREPO_OUTBOUND_ALLOW = env_str("DEEPREPO_OUTBOUND_ALLOW", "")
+# Requests per API key per window (deeprepo_web/ratelimit.py): writes and reads counted apart, 0 = no
+# limit. Counted in Redis (this URL, else the cache's or the broker's Redis); without Redis, no limit.
+DEEPREPO_RATE_WINDOW_SECONDS = env_int("DEEPREPO_RATE_WINDOW_SECONDS", 60)
+DEEPREPO_RATE_INGEST_PER_WINDOW = env_int("DEEPREPO_RATE_INGEST_PER_WINDOW", 1200)
+DEEPREPO_RATE_READ_PER_WINDOW = env_int("DEEPREPO_RATE_READ_PER_WINDOW", 1200)
+DEEPREPO_RATE_REDIS_URL = env_str("DEEPREPO_RATE_REDIS_URL", "") or _redis_cache or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")
 
 LOGGING = {
     "version": 1,

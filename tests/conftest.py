@@ -39,6 +39,9 @@ def _fast_test_settings(settings: Any) -> None:
                                    "LOCATION": f"test-{id(settings)}"}}
     # PBKDF2 costs ~0.5 s per user and `team` makes five; no test here is about hashing.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # Per-key request limits are off unless a test turns them on (tests/api/test_rate_limit.py):
+    # loads sent by other tests would otherwise share one Redis counter across the session.
+    settings.DEEPREPO_RATE_REDIS_URL = ""
 
 
 @dataclass

@@ -271,7 +271,7 @@ class Run:
                 self.last_error = str(exc)
                 if attempt == 0:
                     _warn(f"server away ({exc}); spooling to {self.spool.path} and retrying")
-                if self._stop.wait(backoff(attempt)):
+                if self._stop.wait(backoff(attempt, exc=exc)):
                     return
                 attempt = min(attempt + 1, 6)
                 self._wake.set()
@@ -365,7 +365,7 @@ def init(
                     if attempt == 2:
                         _warn(f"server away ({exc}); the run will be created when it is back")
                     else:
-                        time.sleep(backoff(attempt))
+                        time.sleep(backoff(attempt, exc=exc))
     return Run(spool=spool, transport=transport, flush_interval=flush_interval, batch_points=batch_points,
                batch_seconds=batch_seconds, batch_rollouts=batch_rollouts, request_bytes=request_bytes,
                in_flight=in_flight)

@@ -17,7 +17,19 @@ from deeprepo_client.spool import Cursor, RawOp, Spool
 
 
 class ServerAway(Exception):
-    """Transient: connection refused, timeout, 5xx, 429. Try again later; nothing is lost."""
+    """Transient: connection refused, timeout, 5xx, 429. Try again later; nothing is lost.
+    `retry_after`: the seconds the server asked for (Retry-After), when it said."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _retry_after(res: httpx.Response) -> float | None:
+    try:
+        return min(max(float(res.headers.get("Retry-After", "")), 0.0), 600.0)
+    except ValueError:
+        return None  # absent, or an HTTP date: the caller's own backoff applies
 
 
 class Refused(Exception):
@@ -53,7 +65,9 @@ class Transport:
         except httpx.HTTPError as exc:
             raise ServerAway(f"{type(exc).__name__}: {exc}") from exc
         if res.status_code >= 500 or res.status_code in (408, 429):
-            raise ServerAway(f"server answered {res.status_code}")
+            wait = _retry_after(res)
+            raise ServerAway(f"server answered {res.status_code}" + (f", retry after {wait:g} s" if wait else ""),
+                             retry_after=wait)
         if res.status_code >= 400:
             try:
                 message = res.json().get("error") or res.text
@@ -63,9 +77,10 @@ class Transport:
         return res.json() if res.content else None
 
 
-def backoff(attempt: int, base: float = 0.5, cap: float = 30.0) -> float:
-    """Exponential backoff with full jitter."""
-    return random.uniform(0, min(cap, base * math.pow(2, attempt)))
+def backoff(attempt: int, base: float = 0.5, cap: float = 30.0, exc: Exception | None = None) -> float:
+    """Exponential backoff with full jitter; never sooner than a server's Retry-After."""
+    asked = getattr(exc, "retry_after", None) or 0.0
+    return max(asked, random.uniform(0, min(cap, base * math.pow(2, attempt))))
 
 
 REQUEST_BYTES = 4 * 1024 * 1024  # spooled batches are joined into requests of about this size

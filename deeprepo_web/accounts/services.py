@@ -7,6 +7,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import ApiKey, Membership, Project, Role
+from deeprepo_web.audit.models import Action
+from deeprepo_web.audit.services import audit_record
 
 
 @transaction.atomic
@@ -17,9 +19,18 @@ def project_create(*, slug: str, name: str = "", owner: User | None = None) -> P
     return project
 
 
+@transaction.atomic
 def membership_set(*, project: Project, user: User, role: str) -> Membership:
     membership, _ = Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
+    audit_record(project=project, action=Action.MEMBER_SET, target=user.username, role=role)
     return membership
+
+
+@transaction.atomic
+def membership_remove(*, membership: Membership) -> None:
+    audit_record(project=membership.project_id, action=Action.MEMBER_REMOVED, target=membership.user.username,
+                 role=membership.role)
+    membership.delete()
 
 
 def api_key_create(
@@ -32,17 +43,17 @@ def api_key_create(
 ) -> tuple[ApiKey, str]:
     """Returns the key row and the secret, which is never retrievable again."""
     secret, prefix, digest = ApiKey.generate()
-    key = ApiKey.objects.create(
-        project=project,
-        user=user,
-        name=name,
-        prefix=prefix,
-        secret_hash=digest,
-        scopes=scopes or [],
-        expires_at=expires_at,
-    )
+    with transaction.atomic():
+        key = ApiKey.objects.create(
+            project=project, user=user, name=name, prefix=prefix, secret_hash=digest,
+            scopes=scopes or [], expires_at=expires_at,
+        )
+        audit_record(project=project, action=Action.KEY_CREATED, target=f"drk_{prefix} {name}".strip(),
+                     scopes=", ".join(key.scopes) or "all")
     return key, secret
 
 
+@transaction.atomic
 def api_key_revoke(*, key: ApiKey) -> None:
-    ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    if ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now()):
+        audit_record(project=key.project_id, action=Action.KEY_REVOKED, target=f"drk_{key.prefix} {key.name}".strip())

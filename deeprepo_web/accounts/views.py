@@ -10,7 +10,8 @@ from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey, Membership, Project, Role
-from deeprepo_web.accounts.services import api_key_create, api_key_revoke, membership_set
+from deeprepo_web.accounts.services import api_key_create, api_key_revoke, membership_remove, membership_set
+from deeprepo_web.retention.models import RetentionPolicy
 
 
 def _page(request: HttpRequest, project: Project, **extra: object) -> HttpResponse:
@@ -19,6 +20,7 @@ def _page(request: HttpRequest, project: Project, **extra: object) -> HttpRespon
         "memberships": Membership.objects.filter(project=project).select_related("user").order_by("user__username"),
         "keys": ApiKey.objects.filter(project=project).select_related("user").order_by("-created_at")[:200],
         "roles": Role.choices,
+        "retention": RetentionPolicy.objects.filter(project=project).first(),
         **extra,
     }
     return render(request, "accounts/settings.html", context)
@@ -73,5 +75,5 @@ def member_remove(request: HttpRequest, slug: str, membership_id: int) -> HttpRe
     membership = get_object_or_404(Membership.objects, project=project, pk=membership_id)
     if membership.user_id == request.user.pk:
         return _page(request, project, member_error="you cannot remove yourself")
-    membership.delete()
+    membership_remove(membership=membership)
     return redirect("project_settings", slug=slug)

@@ -23,5 +23,7 @@ urlpatterns = [
     path("", include("deeprepo_web.search.urls")),
     path("", include("deeprepo_web.labels.urls")),
     path("", include("deeprepo_web.judge.urls")),
+    path("", include("deeprepo_web.audit.urls")),
+    path("", include("deeprepo_web.retention.urls")),
     path("", include("deeprepo_web.reports.urls")),
 ]

@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 
+from deeprepo_web import outbound
+
 TIMEOUT = httpx.Timeout(120.0, connect=10.0)
 
 
@@ -31,7 +33,11 @@ def chat(*, base_url: str, api_key: str, model: str, messages: list[dict[str, st
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     body = {"model": model, "messages": messages, "temperature": 0, "response_format": {"type": "json_object"}}
     try:
-        res = httpx.post(f"{base_url.rstrip('/')}/chat/completions", json=body, headers=headers, timeout=TIMEOUT)
+        # The endpoint is an editor's URL: checked again now (an address may have changed since it was saved).
+        with outbound.client(timeout=TIMEOUT) as http:
+            res = http.post(f"{base_url.rstrip('/')}/chat/completions", json=body, headers=headers)
+    except outbound.OutboundRefused as exc:
+        raise JudgeCallFailed(f"the judge endpoint is refused: {exc}", permanent=True) from exc
     except httpx.HTTPError as exc:
         raise JudgeCallFailed(f"the judge endpoint is unreachable: {type(exc).__name__}: {exc}") from exc
     if res.status_code in (401, 403, 404):

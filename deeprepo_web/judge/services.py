@@ -8,7 +8,10 @@ from typing import Any
 
 from django.db import transaction
 
+from deeprepo_web import outbound
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.audit.models import Action
+from deeprepo_web.audit.services import audit_record
 from deeprepo_web.judge.models import JudgeEndpoint, JudgeJob, JudgeStatus
 from deeprepo_web.labels.models import Label
 from deeprepo_web.text import clean_text
@@ -25,7 +28,11 @@ def endpoint_save(*, project: Project, base_url: str, model: str, api_key: str |
                   input_per_mtok: float = 0.0, output_per_mtok: float = 0.0) -> JudgeEndpoint:
     """`api_key` None keeps the stored key; "" removes it."""
     if not base_url.startswith(("http://", "https://")):
-        raise JudgeError("base_url: give the endpoint's http(s) URL, like http://127.0.0.1:8000/v1")
+        raise JudgeError("base_url: give the endpoint's http(s) URL, like https://judge.example.org/v1")
+    try:
+        outbound.url_check(base_url)
+    except outbound.OutboundRefused as exc:
+        raise JudgeError(f"base_url: {exc}") from None
     if not model.strip():
         raise JudgeError("model: name the judge model")
     for name, value in (("input_per_mtok", input_per_mtok), ("output_per_mtok", output_per_mtok)):
@@ -36,7 +43,10 @@ def endpoint_save(*, project: Project, base_url: str, model: str, api_key: str |
     endpoint.input_per_mtok, endpoint.output_per_mtok = input_per_mtok, output_per_mtok
     if api_key is not None:
         endpoint.set_api_key(api_key)
-    endpoint.save()
+    with transaction.atomic():
+        endpoint.save()
+        audit_record(project=project, action=Action.JUDGE_ENDPOINT_SAVED, target=endpoint.base_url,
+                     model=endpoint.model, key_changed=api_key is not None)
     return endpoint
 
 

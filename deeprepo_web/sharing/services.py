@@ -10,6 +10,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.audit.models import Action
+from deeprepo_web.audit.services import audit_record
 from deeprepo_web.compare.options import CompareError
 from deeprepo_web.compare.query import comparison_for
 from deeprepo_web.runs.models import Example, Rollout, Run
@@ -80,7 +82,10 @@ def share_create(
     token = new_token()
     link.token_hash = token_hash(token)
     link.token_prefix = token[:6]
-    link.save()
+    with transaction.atomic():
+        link.save()
+        audit_record(project=project, action=Action.SHARE_CREATED, target=f"{kind} {link.title or target}"[:300],
+                     token_prefix=link.token_prefix, expires_at=link.expires_at.isoformat() if link.expires_at else None)
     return link, token
 
 
@@ -107,5 +112,8 @@ def share_resolve(*, token: str) -> ShareLink | None:
     return link
 
 
+@transaction.atomic
 def share_revoke(*, link: ShareLink) -> None:
-    ShareLink.objects.filter(pk=link.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    if ShareLink.objects.filter(pk=link.pk, revoked_at__isnull=True).update(revoked_at=timezone.now()):
+        audit_record(project=link.project_id, action=Action.SHARE_REVOKED, target=f"{link.kind} {link.title}".strip(),
+                     token_prefix=link.token_prefix)

@@ -67,6 +67,10 @@ class Backend:
         """Remove every object under prefix (which must end with '/'); returns how many."""
         raise NotImplementedError
 
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        """Every stored object's key under prefix, in no promised order (backups walk the store)."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------ presigned (S3 only)
 
     def presign_get(self, key: str, *, ttl: int, filename: str | None = None) -> str | None:

@@ -73,6 +73,13 @@ class FilesystemBackend(Backend):
     def delete(self, key: str) -> None:
         self.path(key).unlink(missing_ok=True)
 
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        for path in self.root.rglob("*"):
+            if path.is_file() and not path.name.startswith("."):  # ".name.tmp…": a write under way
+                key = path.relative_to(self.root).as_posix()
+                if key.startswith(prefix):
+                    yield key
+
     def delete_prefix(self, prefix: str) -> int:
         if not prefix.endswith("/"):
             raise StorageError("delete_prefix needs a prefix ending with '/'")

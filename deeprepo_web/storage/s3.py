@@ -99,6 +99,18 @@ class S3Backend(Backend):
         except ObjectMissing:
             pass
 
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"Prefix": prefix, "MaxKeys": 1000}
+            if token:
+                kwargs["ContinuationToken"] = token
+            page = self._call(self.client.list_objects_v2, prefix, **kwargs)
+            yield from (obj["Key"] for obj in page.get("Contents", []))
+            if not page.get("IsTruncated"):
+                return
+            token = page.get("NextContinuationToken")
+
     def delete_prefix(self, prefix: str) -> int:
         if not prefix.endswith("/"):
             raise StorageError("delete_prefix needs a prefix ending with '/'")

@@ -83,6 +83,8 @@ def start_worker(db_name: str, secret_key: str, concurrency: int = 4, sync_secon
         # test's TRUNCATE flush can deadlock with it. Tests that search index by calling it.
         "DEEPREPO_SEARCH_INDEX_SECONDS": "86400",
         "DJANGO_SETTINGS_MODULE": "deeprepo_web.settings",
+        # The judge tests' stand-in endpoint listens on loopback (tests/judge/loopback.py).
+        "DEEPREPO_OUTBOUND_ALLOW": "127.0.0.1/32",
     }
     env.update(extra_env or {})
     env.pop("CELERY_TASK_ALWAYS_EAGER", None)

@@ -21,7 +21,7 @@ def test_parse_reply(text, answer, cites):
 
 
 def test_key_is_encrypted_and_never_rendered(client, team):
-    endpoint = endpoint_save(project=team.project, base_url="http://127.0.0.1:9/v1", model="m",
+    endpoint = endpoint_save(project=team.project, base_url="http://8.8.8.8:9/v1", model="m",
                              api_key="sk-very-secret-123")
     endpoint.refresh_from_db()
     assert "sk-very-secret" not in endpoint.key_token and endpoint.api_key() == "sk-very-secret-123"
@@ -29,7 +29,7 @@ def test_key_is_encrypted_and_never_rendered(client, team):
     html = client.get(reverse("judge", args=["demo"])).content.decode()
     assert "sk-very-secret" not in html and "API key: stored" in html
     # Saving without a key keeps it.
-    client.post(reverse("judge", args=["demo"]), {"base_url": "http://127.0.0.1:9/v1", "model": "m2"})
+    client.post(reverse("judge", args=["demo"]), {"base_url": "http://8.8.8.8:9/v1", "model": "m2"})
     endpoint.refresh_from_db()
     assert endpoint.model == "m2" and endpoint.api_key() == "sk-very-secret-123"
 

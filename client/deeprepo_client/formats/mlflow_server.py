@@ -40,10 +40,14 @@ def base_url(url: str) -> str:
 
 
 class _Api:
-    def __init__(self, url: str, retry_seconds: float, token: str | None = None) -> None:
+    def __init__(self, url: str, retry_seconds: float, token: str | None = None,
+                 transport: httpx.BaseTransport | None = None) -> None:
         self.url = base_url(url)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.client = httpx.Client(base_url=self.url, timeout=60, headers=headers)
+        # A server pulling for an editor passes a transport that checks each hop, so redirects are
+        # followed only through it; alone, none are followed.
+        self.client = httpx.Client(base_url=self.url, timeout=60, headers=headers, transport=transport,
+                                   follow_redirects=transport is not None)
         self.retry_seconds = retry_seconds
 
     def call(self, method: str, path: str, what: str, **kw: Any) -> dict[str, Any]:
@@ -59,6 +63,8 @@ class _Api:
                 problem = f"HTTP {res.status_code}"
             except httpx.TransportError as exc:
                 problem = f"{type(exc).__name__}: {exc}"
+            except httpx.RequestError as exc:  # refused before sending (an address the server may not call)
+                raise ServerRefused(f"{what}: {exc}") from exc
             if time.monotonic() > deadline:
                 raise ServerGone(f"{what}: the MLflow server at {self.url} stopped answering ({problem}) "
                                  f"for {self.retry_seconds:.0f} s")
@@ -125,8 +131,9 @@ def _traces(api: _Api, exp_id: str, name: str, known: set[str]) -> Iterator[Even
         yield from batch_rollouts(ref, [record])
 
 
-def pull(url: str, experiment: str, *, retry_seconds: float = 60.0, token: str | None = None) -> Iterator[Event]:
-    api = _Api(url, retry_seconds, token)
+def pull(url: str, experiment: str, *, retry_seconds: float = 60.0, token: str | None = None,
+         transport: httpx.BaseTransport | None = None) -> Iterator[Event]:
+    api = _Api(url, retry_seconds, token, transport)
     where = f"{api.url} experiment {experiment!r}"
     try:
         found = api.call("GET", "/api/2.0/mlflow/experiments/get-by-name", f"experiment {experiment!r}",

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.audit.models import Action
+from deeprepo_web.audit.services import audit_record
 from deeprepo_web.jobs.crypto import SecretsUnreadable
 from deeprepo_web.jobs.models import Cluster, ClusterKind
 from deeprepo_web.jobs.services.errors import JobInputError
@@ -93,7 +96,12 @@ def cluster_save(
     cluster.name = name
     cluster.settings = clean
     cluster.set_secrets(secrets)
-    cluster.save()
+    with transaction.atomic():
+        created = cluster.pk is None
+        cluster.save()
+        # Secret values never go in the row: only which ones were replaced.
+        audit_record(project=project, action=Action.CLUSTER_SAVED, target=f"{kind} {name}", created=created,
+                     settings=clean, secrets_replaced=sorted(k for k, v in (secrets_in or {}).items() if v))
     return cluster
 
 
