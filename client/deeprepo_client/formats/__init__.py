@@ -30,6 +30,7 @@ from . import (
 )
 from . import inspect as inspect_fmt
 from . import mlflow as mlflow_fmt
+from . import tensorboard as tensorboard_fmt
 from . import trackio as trackio_fmt
 from . import wandb as wandb_fmt
 from ._json import LFS_PREFIX
@@ -119,6 +120,8 @@ def _detect_file(path: Path) -> Detected | None:
         return Detected("git_lfs_pointer", str(path), {"pointer": head[:300].decode("utf-8", "replace")})
     if wandb_fmt.is_wandb_log(head):
         return Detected("wandb", str(path))
+    if tensorboard_fmt.is_event_file(head):
+        return Detected("tensorboard", str(path))
     if head.startswith(trackio_fmt.SQLITE) and trackio_fmt.is_project(path):
         return Detected("trackio", str(path))
     refused = _frameworks.binary_format(path, head)
@@ -158,6 +161,8 @@ def _detect_dir_specific(path: Path) -> Detected | None:
         return Detected("wandb", str(path))
     if mlflow_fmt.is_export(path, names):
         return Detected("mlflow", str(path))
+    if tensorboard_fmt.is_run_dir(path, names):
+        return Detected("tensorboard", str(path))
     if any(n.endswith((".db", "_configs.parquet")) for n in names) and trackio_fmt.is_project(path):
         return Detected("trackio", str(path))
     if {"metrics_raw.json", "rollouts_raw.json"} & names:
@@ -215,6 +220,8 @@ def _detect_dir(path: Path) -> Detected | None:
         parts.append(Detected("swebench_reports", str(path)))
     if len(parts) == 1:
         return parts[0]
+    if parts and all(p.format == "tensorboard" for p in parts):
+        return Detected("tensorboard", str(path))  # a logdir: one import, runs named by their folders
     if parts:
         return Detected("multi", str(path), {"parts": parts})
     return None
@@ -311,6 +318,7 @@ FORMATS: dict[str, Parser] = {
     "mlflow": mlflow_fmt.parse,
     "trackio": trackio_fmt.parse,
     "wandb_export": wandb_export.parse,
+    "tensorboard": tensorboard_fmt.parse,
 }
 
 
