@@ -259,16 +259,29 @@ class _Run:
         summary: dict[str, Any] = dict(self.latest_text)
         if self.texts:
             summary["text"] = self.texts
+        model_config = self.config.get("model_config")  # the HF Trainer's model config, as text
+        model = model_config.get("_name_or_path") if isinstance(model_config, dict) else None
         return {"name": name, "source": "tensorboard", "status": "finished", "config": config,
+                "model": str(model or "")[:500],
                 "summary": summary, "started_at": self.start,
                 "finished_at": self.end if not self.partial_ok else None,
                 "external_id": f"{name}/{self.files[0].name}"[-200:]}
 
     def points(self) -> Iterator[MetricPoint]:
+        """One point per run of events at the same step (add_scalar writes one event per value)."""
+        point: MetricPoint | None = None
         for wall, step, values in self.events(report=False):
             scalars = {tag: num(payload) for tag, kind, payload in values if kind == "scalar"}
-            if scalars:
-                yield {"step": step, "time": wall, "values": scalars}
+            if not scalars:
+                continue
+            if point is not None and point["step"] == step and not scalars.keys() & point["values"].keys():
+                point["values"].update(scalars)
+                continue
+            if point is not None:
+                yield point
+            point = {"step": step, "time": wall, "values": scalars}
+        if point is not None:
+            yield point
 
 
 def parse(path: Path, partial_ok: bool = False) -> Iterator[Event]:
