@@ -83,6 +83,14 @@ def cmd_import(args: argparse.Namespace) -> int:
         transport.close()
 
 
+def _formats_epilog() -> str:
+    """The formats SOURCE may be in, from the format registry (plugins included)."""
+    from deeprepo_client.formats import format_labels
+
+    lines = [f"  {name:<18} {label}" for name, label in format_labels()]
+    return "formats (recognised from the content):\n" + "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="deeprepo")
     parser.add_argument("--url", help="server URL (default $DEEPREPO_URL)")
@@ -104,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--into-run", help="fill this existing run (e.g. a job's $DEEPREPO_RUN_ID) with the folder's train "
                                       "run instead of creating one; eval runs link to it")
     w.set_defaults(func=cmd_watch)
-    imp = sub.add_parser("import", help="import a W&B / MLflow / Trackio / other tool's output through the API")
+    imp = sub.add_parser("import", help="import a W&B / MLflow / Trackio / other tool's output through the API",
+                         epilog=_formats_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     imp.add_argument("source", help="a file or folder, or mlflow://HOST:PORT")
     imp.add_argument("--experiment", help="the MLflow experiment to pull (with mlflow://)")
     imp.set_defaults(func=cmd_import)

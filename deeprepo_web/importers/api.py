@@ -12,7 +12,7 @@ from ninja import File, Form, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
 
-from deeprepo_client.formats import FORMATS
+from deeprepo_client.formats import format_choices
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey
 from deeprepo_web.api.auth import ingest_auth, read_auth
@@ -45,8 +45,8 @@ class ImportJobOut(Schema):
 def import_create(request: HttpRequest, files: File[list[UploadedFile]],
                   format: Form[str] = "") -> Status:  # noqa: A002 - the form field's name
     key: ApiKey = request.auth  # type: ignore[attr-defined]
-    if format and format not in FORMATS and format != "zip":
-        raise HttpError(422, f"format: {format!r} is not one of {', '.join(sorted([*FORMATS, 'zip']))}")
+    if format and format not in format_choices():
+        raise HttpError(422, f"format: {format!r} is not one of {', '.join(format_choices())}")
     if not files:
         raise HttpError(422, "files: upload at least one file (multipart field 'files')")
     try:

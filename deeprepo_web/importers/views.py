@@ -7,7 +7,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
 
-from deeprepo_client.formats import FORMATS
+from deeprepo_client.formats import format_choices, format_labels
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
 from deeprepo_web.front.http import STOP_POLLING
@@ -15,8 +15,13 @@ from deeprepo_web.importers.jobs import import_job_create, import_job_enqueue
 from deeprepo_web.importers.models import ImportJob
 from deeprepo_web.importers.uploads import UploadTooLarge
 
-FORMAT_CHOICES = sorted([*FORMATS, "zip"])
 JOBS_SHOWN = 20
+
+
+def _format_options() -> list[tuple[str, str]]:
+    """(value, text) of the Format select: every registered format, labelled from the registry."""
+    labels = dict(format_labels(), zip="a folder as .zip")
+    return [(name, f"{name}: {labels[name]}" if name in labels else name) for name in format_choices()]
 
 
 
@@ -33,8 +38,8 @@ def import_page(request: HttpRequest, slug: str) -> HttpResponse:
             raise Http404("not allowed")
         files = request.FILES.getlist("files")
         fmt = request.POST.get("format", "")
-        if fmt and fmt not in FORMAT_CHOICES:
-            error = f"format: {fmt!r} is not one of {', '.join(FORMAT_CHOICES)}"
+        if fmt and fmt not in format_choices():
+            error = f"format: {fmt!r} is not one of {', '.join(format_choices())}"
         elif not files:
             error = "files: choose a file, a folder as .zip, or several files"
         else:
@@ -48,7 +53,8 @@ def import_page(request: HttpRequest, slug: str) -> HttpResponse:
                 return redirect("import", slug=project.slug)
     jobs = list(ImportJob.objects.filter(project=project).select_related("user").order_by("-created_at")[:JOBS_SHOWN])
     return render(request, "importers/import.html", {
-        "project": project, "jobs": jobs, "can_write": can_write, "error": error, "formats": FORMAT_CHOICES,
+        "project": project, "jobs": jobs, "can_write": can_write, "error": error,
+        "formats": _format_options(), "labels": [label for _, label in format_labels()],
     }, status=400 if error else 200)
 
 

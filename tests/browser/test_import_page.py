@@ -75,3 +75,27 @@ def test_command_line_and_api_imports_are_listed_like_uploads(browser_page, live
     assert "results.jsonl:3" in api_job.inner_text()
     page.screenshot(path=f"{screenshot_dir}/import-origins.png", full_page=True)
     assert page.watched.errors == []
+
+
+def test_the_page_lists_the_registered_formats_and_a_plugin_one(browser_page, live_server, team, tmp_path,
+                                                                screenshot_dir):
+    from deeprepo_client.formats import Format, Sniff, register, registry
+
+    def parse_nothing(path, **_options):
+        return iter(())
+
+    register(Format("tally", "Tally counter files (TALLY v1)", parse_nothing,
+                    (Sniff(5, head=lambda path, head: head.startswith(b"TALLY")),)))
+    try:
+        page = browser_page(team.editor)
+        page.goto(f"{live_server.url}/p/demo/import/")
+        page.click(".import-formats summary")
+        listed = page.locator(".import-formats li").all_inner_texts()
+        assert "Tally counter files (TALLY v1)" in listed and "TRL trainer_state.json" in listed
+        assert len(listed) == len(registry.labels())
+        page.select_option("select[name=format]", "tally")
+        assert page.locator("select[name=format] option:checked").inner_text() == "tally: Tally counter files (TALLY v1)"
+        page.screenshot(path=f"{screenshot_dir}/import-formats.png", full_page=True)
+        assert page.watched.errors == []
+    finally:
+        registry.unregister("tally")

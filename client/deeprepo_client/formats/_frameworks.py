@@ -1,39 +1,22 @@
-"""Which RL training framework wrote a file or folder: by the keys of its lines and its layout.
-
-Kept apart from formats/__init__.py, which calls these three hooks: `line_format` (keys of a JSON
-line), `binary_format` (pickles, SQLite stores, JSON arrays) and `dir_format` (folder layouts).
-Each answers only on an exact match; anything else is left to the other formats or refused.
+"""Detection helpers shared by the RL frameworks' formats (registered in _builtin.py): binary
+heads (pickles are refused, never loaded; rLLM gateway's SQLite store and JSON arrays) and the
+first-line checks of metrics files. Each answers only on an exact match.
 """
 
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..records import Detected, Event, Problem
-from . import areal, art, rllm_gateway, skyrl, verl
+from . import rllm_gateway
 from ._json import load_json, loads
 
 MAX_ARRAY_BYTES = 64 << 20
 
 _PICKLE_PROTOCOLS = range(2, 6)  # protocol 2+ starts with PROTO (0x80) and the protocol number
-
-
-def line_format(k1: set[str]) -> str | None:
-    """Format of a JSON line (or document) from its top-level keys, for the frameworks' files."""
-    if verl.is_dump_line(k1) or verl.is_tracker_line(k1):
-        return "verl"
-    if skyrl.is_sample_line(k1):
-        return "skyrl"
-    if areal.is_line(k1):
-        return "areal"
-    if art.is_history_line(k1):
-        return "art"
-    if rllm_gateway.is_trace(k1):
-        return "rllm_gateway"
-    return None
 
 
 def _is_torch_zip(path: Path) -> bool:
@@ -54,14 +37,15 @@ def _array_format(path: Path) -> str | None:
     return "rllm_gateway" if rllm_gateway.is_trace(set(loaded[0])) else None
 
 
-def binary_format(path: Path, head: bytes) -> Detected | None:
-    """Pickles (refused, never loaded), torch.save archives (a zip around a pickle), SQLite stores
-    and JSON arrays of the frameworks."""
+def rllm_gateway_head(path: Path, head: bytes) -> bool:
+    """rLLM gateway's SQLite store, or a JSON array of its session traces."""
     if head.startswith(rllm_gateway.SQLITE_MAGIC):
-        return Detected("rllm_gateway", str(path)) if rllm_gateway.is_store(path) else None
-    if head.lstrip()[:1] == b"[":
-        fmt = _array_format(path)
-        return Detected(fmt, str(path)) if fmt else None
+        return rllm_gateway.is_store(path)
+    return head.lstrip()[:1] == b"[" and _array_format(path) == "rllm_gateway"
+
+
+def pickle_head(path: Path, head: bytes) -> Detected | None:
+    """Pickles (refused, never loaded) and torch.save archives (a zip around a pickle)."""
     if len(head) > 1 and head[0] == 0x80 and head[1] in _PICKLE_PROTOCOLS:
         return Detected("pickle", str(path), {"kind": f"a Python pickle (protocol {head[1]})"})
     if head.startswith(b"PK\x03\x04") and _is_torch_zip(path):
@@ -69,23 +53,8 @@ def binary_format(path: Path, head: bytes) -> Detected | None:
     return None
 
 
-def dir_format(path: Path) -> Detected | None:
-    """A folder in one framework's layout."""
-    if verl.looks_like_output_dir(path):
-        return Detected("verl", str(path))
-    if skyrl.looks_like_export(path):
-        return Detected("skyrl", str(path))
-    if art.looks_like_model_dir(path):
-        return Detected("art", str(path))
-    if areal.looks_like_trial(path):
-        return Detected("areal", str(path))
-    if rllm_gateway.looks_like_folder(path):
-        return Detected("rllm_gateway", str(path))
-    return None
-
-
-def refuse_pickle(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
-    d = binary_format(path, _head(path))
+def refuse_pickle(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
+    d = pickle_head(path, _head(path))
     kind = d.details["kind"] if d else "a pickle"
     yield Problem(str(path), None,
                   f"refused: this is {kind}. Loading a pickle runs whatever code it holds, so deeprepo never "
@@ -114,18 +83,3 @@ def first_object(path: Path, limit: int = 1 << 22) -> Any:
 def scalar_row(obj: Any) -> bool:
     """A metrics line: every value a number, a bool or null (what prime-rl's metrics.jsonl holds)."""
     return isinstance(obj, dict) and all(v is None or isinstance(v, int | float) for v in obj.values())
-
-
-PARSERS: dict[str, Callable[..., Iterator[Event]]] = {
-    "verl": verl.parse,
-    "skyrl": skyrl.parse,
-    "art": art.parse,
-    "areal": areal.parse,
-    "rllm_gateway": rllm_gateway.parse,
-    "pickle": refuse_pickle,
-}
-
-EXPECTED = ("expected one of: verifiers results.jsonl + metadata.json, a Prime hosted export, TRL trainer_state.json, "
-            "an Inspect .eval/.json log, SWE-agent .traj, OpenHands output.jsonl, SWE-bench reports, prime-rl "
-            "metrics.jsonl or traces.jsonl, verl {step}.jsonl dumps or its file-tracker .jsonl, SkyRL dumped_evals, "
-            "an ART model folder, AReaL rollout dumps, rLLM gateway traces (SQLite or session JSON)")

@@ -69,7 +69,7 @@ def _version(trial: Path, folder: str, version: int, partial_ok: bool) -> tuple[
     return rollouts, problems
 
 
-def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     trial = path
     if path.is_file():  # one task's file: .../rollout/{version}/{task}.jsonl
         trial = path.parent.parent.parent

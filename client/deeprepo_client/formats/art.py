@@ -91,7 +91,7 @@ def _read_step(f: Path, model: str, split: str, step: int, partial_ok: bool) -> 
     return out, []
 
 
-def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     folder = path if path.is_dir() else path.parent
     model = folder.name
     project = folder.parent.parent.name if folder.parent.name == "models" else ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -209,7 +210,24 @@ def parse_json_log(path: Path) -> Iterator[Event]:
     yield from batch_rollouts(ref, rollouts())
 
 
-def parse(path: Path, *, limits: ZipLimits | None = None, partial_ok: bool = False) -> Iterator[Event]:
+def is_eval_zip(path: Path, head: bytes) -> bool:
+    """An Inspect .eval log: a zip with header.json, a journal, or samples/<id>_epoch_<n>.json."""
+    if not (head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06")):
+        return False
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return False
+    return "header.json" in names or "_journal/start.json" in names or any(
+        n.startswith("samples/") and "_epoch_" in n for n in names)
+
+
+def is_json_log(k1: set[str], k2: set[str]) -> bool:
+    return "eval" in k1 and bool({"samples", "results", "stats", "plan"} & k1)
+
+
+def parse(path: Path, *, limits: ZipLimits | None = None, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     with open(path, "rb") as f:
         head = f.read(4)
     if head.startswith(b"PK"):

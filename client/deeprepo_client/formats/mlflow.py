@@ -83,7 +83,7 @@ def _traces(folder: Path) -> Iterator[Event]:
         yield from batch_rollouts(run_id, rollouts)
 
 
-def parse(path: Path, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     if (path / "experiment.json").is_file():
         doc, problem = load_json(path / "experiment.json")
         if problem is not None:

@@ -137,7 +137,7 @@ def row_to_rollout(row: dict[str, Any], ident: str) -> tuple[RolloutRecord, dict
     return r, extra
 
 
-def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     ref = "eval"
     started = False
     ident = path.name

@@ -93,7 +93,7 @@ def _points(rows: list[Any], display: str) -> Iterator[MetricPoint | Problem]:
                "values": numeric_values(row, skip=("step", "timestamp", "time", "run_id"))}
 
 
-def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     folder = path if path.is_dir() else path.parent
     mp = folder / "metadata.json"
     meta = (yield from json_object(mp)) if mp.exists() else {}

@@ -136,7 +136,7 @@ def parse_traces(files: list[Path], root: Path, partial_ok: bool, refs: dict[str
         yield from batch_rollouts(split, rollouts())
 
 
-def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     refs: dict[str, str] = {}
     if path.is_file():
         with open(path, "rb") as fh:

@@ -127,7 +127,7 @@ def _episode(session: str, traces: list[dict[str, Any]]) -> RolloutRecord:
     }
 
 
-def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     folder = path if path.is_dir() else path.parent
     sources = ([path] if path.is_file() else
                [f for f in sorted(path.glob("*.db")) if is_store(f)] + _session_files(path))

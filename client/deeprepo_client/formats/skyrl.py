@@ -81,7 +81,7 @@ def _pickles(root: Path) -> Iterator[Problem]:
         yield Problem(str(f), None, "not read: a pickle (trainer.dump_data_batch); deeprepo never unpickles files")
 
 
-def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     evals = _evals_root(path.parent if path.is_file() else path)
     if evals is None:
         yield Problem(str(path), None, "no dumped_evals/global_step_N_evals folder", fatal=True)

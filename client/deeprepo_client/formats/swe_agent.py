@@ -122,7 +122,7 @@ def _model_from(t: dict[str, Any], folder: Path) -> str:
     return folder.name.split("__", 1)[0] if "__" in folder.name else ""
 
 
-def parse_traj(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
+def parse_traj(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     files = sorted(path.glob("**/*.traj")) if path.is_dir() else [path]
     folder = path if path.is_dir() else path.parent
     ref = "eval"
@@ -154,7 +154,7 @@ def parse_traj(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
         yield from batch_rollouts(ref, batch)
 
 
-def parse_preds(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
+def parse_preds(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     ref = "eval"
     started = False
 

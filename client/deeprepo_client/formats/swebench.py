@@ -37,7 +37,7 @@ def _emit(ref: str, ident: str, entries: list[tuple[str, dict[str, Any]]]) -> It
         yield RolloutsEvent(ref, rollouts)
 
 
-def parse_summary(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
+def parse_summary(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     data, problem = load_json(path)
     if problem or not isinstance(data, dict):
         yield problem or Problem(str(path), None, "not a SWE-bench run summary", fatal=True)
@@ -92,7 +92,7 @@ def report_entry(rep: dict[str, Any], patch: str | None) -> dict[str, Any]:
     return entry
 
 
-def parse_reports(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
+def parse_reports(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     files = sorted(path.rglob("report.json")) if path.is_dir() else [path]
     root = path if path.is_dir() else path.parent
     ref = "eval"

@@ -204,7 +204,7 @@ def _project_parquet(main: Path) -> Iterator[Event]:
                                                    t.get("spans")) for t in traces if t["run_id"] == run_id))
 
 
-def parse(path: Path, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     dbs = [path] if path.is_file() and path.suffix != ".parquet" else \
         [db for db in sorted(path.glob("*.db")) if is_project(db)] if path.is_dir() else []
     exports = [] if dbs else ([path] if path.suffix == ".parquet" else _exports(path))

@@ -130,7 +130,7 @@ def _name(out: Path, state: dict[str, Any]) -> str:
     return joined("trl-grpo", f"step {step}" if isinstance(step, int) else "")
 
 
-def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     state_path = find_state(path)
     out = _output_dir(state_path, path)
     state = (yield from json_object(state_path)) if state_path is not None else {}

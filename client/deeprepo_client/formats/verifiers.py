@@ -149,7 +149,7 @@ def run_record(meta: dict[str, Any], name: str, external_id: str | None = None) 
     return run
 
 
-def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     if path.is_dir():
         results = path / "results.jsonl"
         meta_path = path / "metadata.json"

@@ -169,7 +169,7 @@ def _layout(path: Path) -> tuple[Path, list[tuple[str, Path, list[tuple[int, Pat
     return path, dirs, _trackers(path)
 
 
-def parse(path: Path, *, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     root, dirs, trackers = _layout(path)
     name = trackers[0].stem if len(trackers) == 1 else root.name
     train_ref = "train"

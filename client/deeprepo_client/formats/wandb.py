@@ -239,7 +239,7 @@ def _parse_log(log: Path, ref: str) -> Iterator[Event]:
     yield from batch_media(ref, media_records(log, history.media))
 
 
-def parse(path: Path, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     logs = run_logs(path)
     if not logs:
         yield Problem(str(path), None, "no run-*.wandb record log in this folder", fatal=True)

@@ -82,7 +82,7 @@ def _tables(path: Path, run_id: str) -> Iterator[RolloutRecord | Problem]:
         yield from table_rollouts(f, path, key, 0, run_id)
 
 
-def parse(path: Path, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     try:
         import pyarrow.parquet  # noqa: F401
     except ImportError:

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from deeprepo_client.formats import FORMATS
+from deeprepo_client.formats import format_choices
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.importers.jobs import import_job_run_in_place
 from deeprepo_web.importers.pipeline import import_events
@@ -45,7 +45,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path")
         parser.add_argument("--project", required=True, help="project slug")
-        parser.add_argument("--format", dest="fmt", choices=sorted([*FORMATS, "zip"]),
+        parser.add_argument("--format", dest="fmt", choices=format_choices(),
                             help="skip detection and read the input as this format")
         parser.add_argument("--experiment", help="with an mlflow://HOST:PORT (or http URL) PATH: the experiment to pull")
 
