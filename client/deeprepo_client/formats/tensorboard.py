@@ -284,7 +284,7 @@ class _Run:
             yield point
 
 
-def parse(path: Path, partial_ok: bool = False) -> Iterator[Event]:
+def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     root = path if path.is_dir() else path.parent
     runs = run_dirs(path)
     if not runs:
