@@ -209,37 +209,51 @@ class _Run:
             except OSError as exc:
                 self.problems.append(Problem(str(path), None, f"cannot read the event file: {exc}"))
 
-    def events(self, report: bool) -> Iterator[tuple[float | None, int, list[tuple[str, str, Any]]]]:
+    def events(self, survey: bool) -> Iterator[tuple[float | None, int, list[tuple[str, str, Any]]]]:
+        """Decoded events. The survey (first pass) reports damage, takes every record's wall time
+        from its first bytes and decodes only the records that may hold text: most are scalars."""
+        text_tags: list[bytes] = []  # TF2 names the text plugin with a tag's first value only
         for path, data in self.data:
             plugins: dict[str, str] = {}
             for entry in records(data, partial_ok=self.partial_ok):
                 if isinstance(entry, Damage):
-                    if report:
+                    if survey:
                         self.problems.append(Problem(str(path), None, f"byte {entry.offset}: {entry.message}"))
                     continue
                 offset, buf = entry
+                if survey:
+                    if buf[:1] == b"\x09" and len(buf) >= 9:
+                        self._time(struct.unpack_from("<d", buf, 1)[0])
+                    if b"text" not in buf and not any(t in buf for t in text_tags):
+                        continue
                 try:
-                    yield _event(buf, plugins)
+                    event = _event(buf, plugins)
                 except (WireError, struct.error, UnicodeDecodeError) as exc:
-                    if report:
+                    if survey:
                         self.problems.append(Problem(str(path), None, f"byte {offset}: not an Event ({exc}); skipped"))
+                    continue
+                if survey:
+                    text_tags.extend(t.encode() for t, p in plugins.items() if p == "text" and t.encode() not in text_tags)
+                yield event
+
+    def _time(self, wall: float) -> None:
+        self.start = wall if self.start is None else min(self.start, wall)
+        self.end = wall if self.end is None else max(self.end, wall)
 
     def survey(self) -> None:
-        """The first pass: times, text, what is not imported, damage."""
-        for wall, step, values in self.events(report=True):
-            if wall is not None:
-                self.start = wall if self.start is None else min(self.start, wall)
-                self.end = wall if self.end is None else max(self.end, wall)
+        """The first pass: times, text, damage."""
+        for _, step, values in self.events(survey=True):
             for tag, kind, payload in values:
                 if kind == "text":
                     self._text(tag, step, payload)
-                elif kind == "skip":
-                    self.skipped.setdefault(payload, set()).add(tag)
-        if self.skipped:
-            what = "; ".join(f"{kind} ({', '.join(sorted(tags)[:5])}{', …' if len(tags) > 5 else ''})"
-                             for kind, tags in sorted(self.skipped.items()))
-            self.problems.append(Problem(str(self.files[0].parent), None,
-                                         f"run {self.name!r}: not imported (only scalars and text are): {what}"))
+
+    def skipped_problem(self) -> Problem | None:
+        """What the second pass met and did not import, said once per run."""
+        if not self.skipped:
+            return None
+        what = "; ".join(f"{kind} ({', '.join(sorted(tags)[:5])}{', …' if len(tags) > 5 else ''})"
+                         for kind, tags in sorted(self.skipped.items()))
+        return Problem(str(self.files[0].parent), None, f"run {self.name!r}: not imported (only scalars and text are): {what}")
 
     def _text(self, tag: str, step: int, payload: str) -> None:
         try:
@@ -270,8 +284,13 @@ class _Run:
     def points(self) -> Iterator[MetricPoint]:
         """One point per run of events at the same step (add_scalar writes one event per value)."""
         point: MetricPoint | None = None
-        for wall, step, values in self.events(report=False):
-            scalars = {tag: num(payload) for tag, kind, payload in values if kind == "scalar"}
+        for wall, step, values in self.events(survey=False):
+            scalars: dict[str, float | None] = {}
+            for tag, kind, payload in values:
+                if kind == "scalar":
+                    scalars[tag] = num(payload)
+                elif kind != "text":
+                    self.skipped.setdefault(payload, set()).add(tag)
             if not scalars:
                 continue
             if point is not None and point["step"] == step and not scalars.keys() & point["values"].keys():
@@ -297,3 +316,6 @@ def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[
         yield RunEvent(ref, run.record(root))
         yield from run.problems
         yield from batch_points(ref, run.points())
+        skipped = run.skipped_problem()
+        if skipped:
+            yield skipped

@@ -49,7 +49,7 @@ def crc32c(data: bytes) -> int:
 
 def masked(data: bytes) -> int:
     """TFRecord's masked CRC-32C: rotated right by 15 bits plus a constant."""
-    crc = crc32c(data)
+    crc = _crc32c_c(data) if _crc32c_c is not None else _crc32c_py(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
@@ -82,17 +82,18 @@ def records(data: bytes, *, partial_ok: bool = False) -> Iterator[tuple[int, byt
     """(offset, data) of every whole record of `data`; Damage for what could not be read."""
     pos = 0
     end = len(data)
+    unpack = struct.unpack_from
     while pos < end:
         if pos + HEADER > end:
             if not partial_ok:
                 yield Damage(pos, f"the file ends {end - pos} bytes into a record header (cut short)")
             return
-        if not header_ok(data, pos):
+        length, length_crc = unpack("<QI", data, pos)
+        if length >= MAX_RECORD or masked(data[pos:pos + 8]) != length_crc:
             nxt = _resync(data, pos)
             yield Damage(pos, f"record length checksum mismatch; {nxt - pos} bytes skipped to the next record")
             pos = nxt
             continue
-        length = struct.unpack_from("<Q", data, pos)[0]
         body_end = pos + HEADER + length
         if body_end + FOOTER > end:
             if not partial_ok:
@@ -100,7 +101,7 @@ def records(data: bytes, *, partial_ok: bool = False) -> Iterator[tuple[int, byt
                                   "(cut short)")
             return
         body = data[pos + HEADER:body_end]
-        if struct.unpack_from("<I", data, body_end)[0] != masked(body):
+        if unpack("<I", data, body_end)[0] != masked(body):
             yield Damage(pos, f"record data checksum mismatch; the record ({length} bytes) is skipped")
         else:
             yield pos, body
