@@ -56,14 +56,17 @@ class Trainer:
 def start_script(tmp_path: Path) -> Iterator[Callable[..., Trainer]]:
     started: list[Trainer] = []
 
-    def start(script: str, *args: str, env: dict[str, str] | None = None, hold_at: int | None = None) -> Trainer:
+    def start(script: str, *args: str, env: dict[str, str | None] | None = None,
+              hold_at: int | None = None) -> Trainer:
+        """Run tests/frameworks/<script> with `env` over ours (a None value unsets a variable)."""
         out = tmp_path / f"{Path(script).stem}-{len(started)}"
         out.mkdir()
         gate = out / "go"
         log = out / "stdout.log"
         extra = ["--hold-at", str(hold_at), "--gate", str(gate)] if hold_at is not None else []
-        full_env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false",
-                    "HF_HUB_OFFLINE": "1", **(env or {})}
+        merged = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", **(env or {}),
+                  "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        full_env = {k: v for k, v in merged.items() if v is not None}
         with open(log, "w") as fh:
             proc = subprocess.Popen([sys.executable, str(HERE / script), "--output-dir", str(out), *args, *extra],
                                     stdout=fh, stderr=subprocess.STDOUT, text=True, env=full_env, cwd=out)
