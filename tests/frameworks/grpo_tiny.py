@@ -3,7 +3,7 @@ through whatever `--report-to` names: tensorboard, wandb or mlflow, configured b
 (TENSORBOARD_LOGGING_DIR, WANDB_BASE_URL / WANDB_API_KEY, MLFLOW_TRACKING_URI) exactly as a user's
 trainer would be. Run as a script in a subprocess:
 
-    python tests/frameworks/grpo_tiny.py --report-to tensorboard --output-dir OUT --steps 6 \
+    PYTHONPATH=. python tests/frameworks/grpo_tiny.py --report-to tensorboard --output-dir OUT --steps 6 \
         [--hold-at 3 --gate FILE]
 
 `--hold-at K --gate FILE` stops after step K's log row until FILE exists, so a test can open the run
@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 from typing import Any
+
+from tests.frameworks.gate import hold
 
 PROMPTS = ["2+2=", "3+5=", "1+6=", "4+4="]
 VOCAB = list("0123456789+= abcdefghij")
@@ -62,10 +63,7 @@ def callbacks(out: Path, hold_at: int | None, gate: Path | None) -> tuple[Any, A
 
     class Gate(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **_: Any) -> None:
-            if hold_at is not None and gate is not None and state.global_step == hold_at:
-                deadline = time.monotonic() + 600
-                while not gate.exists() and time.monotonic() < deadline:
-                    time.sleep(0.1)
+            hold(state.global_step, hold_at, gate)
 
     return Recorder(), Gate()
 

@@ -4,15 +4,16 @@ x-axes (`train/global_step` for `train/*`, `eval/epoch` for `eval/*`), every tra
 one row longer, at every step. OpenRLHF itself needs DeepSpeed, vLLM and a GPU: this script makes
 the same SDK calls with the real wandb package. Run in a subprocess:
 
-    python tests/frameworks/openrlhf_table.py --output-dir OUT --steps 4 [--hold-at 2 --gate FILE]
+    PYTHONPATH=. python tests/frameworks/openrlhf_table.py --output-dir OUT --steps 4 [--hold-at 2 --gate FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
+
+from tests.frameworks.gate import hold
 
 
 def status(step: int) -> dict[str, float]:
@@ -50,10 +51,7 @@ def main() -> None:
         wandb.log(logs)
         with open(out / "log_rows.jsonl", "a") as f:
             f.write(json.dumps({"step": step, **status(step)}) + "\n")
-        if a.hold_at is not None and step == a.hold_at and a.gate:
-            deadline = time.monotonic() + 600
-            while not Path(a.gate).exists() and time.monotonic() < deadline:
-                time.sleep(0.1)
+        hold(step, a.hold_at, a.gate)
     wandb.finish()
 
 

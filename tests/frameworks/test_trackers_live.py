@@ -7,6 +7,7 @@ database holds exactly what the trainer logged."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from deeprepo_web.runs.models import Metric, MetricSeries, Rollout, Run
 from tests.frameworks.conftest import Trainer, need, poll
+from tests.frameworks.openrlhf_table import sample
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]
 
@@ -142,8 +144,6 @@ def test_verl_tracking_backend(backend: str, start_script: Any, live_server: Any
 
 
 def _verl_expected(lines: list[str]) -> list[tuple[int, str, str, float]]:
-    import json
-
     out = []
     for line in lines:
         row = json.loads(line)
@@ -172,6 +172,4 @@ def test_openrlhf_generated_samples_table(start_script: Any, live_server: Any, t
         assert {int(axis[s]): v for s, v in _series(run, f"train/{key}").items()} == {r["step"]: r[key] for r in rows}
     # the table is re-logged whole, a row longer, at each step: one rollout per row, once
     stored = sorted(Rollout.objects.filter(run=run).values_list("step", "final_answer", "reward"))
-    from tests.frameworks.openrlhf_table import sample
-
     assert stored == [(s, sample(s)[0], sample(s)[1]) for s in range(1, steps + 1)]

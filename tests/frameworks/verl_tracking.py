@@ -4,7 +4,7 @@ shaped run through its `wandb` or `mlflow` backend, configured only by the envir
 cumulative W&B table, or one JSON artifact per validation step with MLflow). The metric names and
 the config's shape are verl's (`trainer`, `algorithm`, `actor_rollout_ref`). Run in a subprocess:
 
-    python tests/frameworks/verl_tracking.py --backend wandb --output-dir OUT --steps 6 [--hold-at 3 --gate FILE]
+    PYTHONPATH=. python tests/frameworks/verl_tracking.py --backend wandb --output-dir OUT --steps 6 [--hold-at 3 --gate FILE]
 
 Every logged row goes to OUT/log_rows.jsonl and every validation sample to OUT/generations.jsonl.
 """
@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
+
+from tests.frameworks.gate import hold
 
 VAL_EVERY = 2
 
@@ -61,10 +62,7 @@ def main() -> None:
             generations.log(tracker.logger, samples(step), step)
             with open(out / "generations.jsonl", "a") as f:
                 f.writelines(json.dumps({"step": step, "sample": s}) + "\n" for s in samples(step))
-        if a.hold_at is not None and step == a.hold_at and a.gate:
-            deadline = time.monotonic() + 600
-            while not Path(a.gate).exists() and time.monotonic() < deadline:
-                time.sleep(0.1)
+        hold(step, a.hold_at, a.gate)
     tracker.finish()
 
 
