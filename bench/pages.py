@@ -4,8 +4,9 @@ For each size: a scratch database seeded by `manage.py seed_scale` (COPY), a rea
 127.0.0.1, a logged-in session, then ~20 sequential requests per page after a warm-up; p50 / p95
 of the wall time of each request over loopback. Pages: runs explorer (default, text filter,
 sorted by a metric, grouped by config), run page, its live poll, GRPO health JSON, series endpoint on a
-1,000,000-point series at 1,000 buckets, and the rollouts list / trajectory when those pages exist.
-Targets: p95 <= 200 ms for every page at 1M rollouts; series <= 50 ms.
+1,000,000-point series at 1,000 buckets, and the rollouts list / trajectory when those pages exist;
+a 20-panel report, published (its frozen data read back) and as a live draft (every panel computed).
+Targets: p95 <= 200 ms for every page at 1M rollouts; series <= 50 ms; the published report <= 500 ms.
 Last line: one JSON object with the numbers.
 
     python bench/pages.py [--sizes 10000,100000,1000000] [--requests 20] [--reuse]
@@ -34,6 +35,45 @@ SLUG = "scale"
 PASSWORD = "scale-pass-123"
 TARGET_PAGE_MS = 200.0
 TARGET_SERIES_MS = 50.0
+TARGET_REPORT_MS = 500.0
+
+# Made once per bench database through the services (`manage.py shell`): 20 panels over six runs of
+# about 1,000 rollouts each, then published.
+REPORT_SEED = """
+from deeprepo_web.accounts.models import Project
+from deeprepo_web.reports.models import Report
+from deeprepo_web.reports.services import report_create, report_publish
+from deeprepo_web.runs.models import Run
+p = Project.objects.get(slug="%(slug)s")
+r = Report.objects.filter(project=p, title="bench: 20 panels").first()
+if r is not None and r.blocks.exclude(kind="text").count() != 20:
+    r.delete()
+    r = None
+if r is None:
+    ev = list(Run.objects.filter(project=p, kind="eval").order_by("id").values_list("public_id", flat=True)[:4])
+    tr = list(Run.objects.filter(project=p, kind="train").exclude(name="long-series").order_by("id")
+              .values_list("public_id", flat=True)[:2])
+    ro = Run.objects.get(public_id=tr[0]).rollouts.order_by("id").values_list("id", flat=True).first()
+    blocks = [{"kind": "text", "text": "## Results"}]
+    blocks += [{"kind": k, "params": {"runs": ev[:3]}} for k in ("compare", "per_example", "label_rates")]
+    blocks += [{"kind": k, "params": {"run": e}} for e in ev for k in ("raw_summary", "eval_summary")]
+    blocks += [{"kind": "curves", "params": {"runs": tr, "keys": ["reward"]}} for _ in range(3)]
+    blocks += [{"kind": "grpo_health", "params": {"run": t}} for t in tr]
+    blocks += [{"kind": "checkpoints", "params": {"run": tr[0]}}]
+    blocks += [{"kind": "excerpt", "params": {"run": tr[0], "rollout": ro, "turns": "1-6"}} for _ in range(3)]
+    r = report_create(project=p, user=p.memberships.first().user, title="bench: 20 panels", blocks=blocks)
+    report_publish(report=r, user=p.memberships.first().user)
+print("REPORT", r.public_id, r.blocks.exclude(kind="text").count())
+"""
+
+
+def report_case(url: str) -> str:
+    env = {**os.environ, "DATABASE_URL": url}
+    out = subprocess.run([sys.executable, "manage.py", "shell", "-c", REPORT_SEED % {"slug": SLUG}], cwd=ROOT,
+                         env=env, check=True, capture_output=True, text=True).stdout
+    found = re.search(r"REPORT (\w+) (\d+)", out)
+    assert found and int(found.group(2)) == 20, out[-500:]
+    return found.group(1)
 
 
 def db_url(name: str) -> str:
@@ -155,6 +195,9 @@ def pages(t: dict[str, Any]) -> dict[str, tuple[str, dict[str, str] | None]]:
     }
     if t["rollout"] is not None:
         out["trajectory"] = (f"{run}rollouts/{t['rollout']}/", None)
+    if t.get("report"):
+        out["report_20_panels_published"] = (f"/p/{SLUG}/reports/{t['report']}/published/", None)
+        out["report_20_panels_live_draft"] = (f"/p/{SLUG}/reports/{t['report']}/", None)
     return out
 
 
@@ -172,6 +215,7 @@ def main() -> None:
         if seconds is not None:
             result["seed_seconds"][str(size)] = round(seconds, 1)
         t = targets(url)
+        t["report"] = report_case(url)
         figures: dict[str, Any] = {}
         with web_server(url, workers=1, threads=1) as site, httpx.Client(base_url=site, timeout=60,
                                                                           follow_redirects=False) as client:
@@ -183,7 +227,11 @@ def main() -> None:
                     print(f"{size:>8} {name:<32} p50 {m['p50_ms']:7.1f} ms  p95 {m['p95_ms']:7.1f} ms", flush=True)
         result["sizes"][str(size)] = figures
     top = result["sizes"].get(str(max(sizes)), {})
-    worst = max((v["p95_ms"] for k, v in top.items() if not k.startswith("series")), default=None)
+    worst = max((v["p95_ms"] for k, v in top.items() if not k.startswith(("series", "report"))), default=None)
+    report = top.get("report_20_panels_published", {}).get("p95_ms")
+    result["report_published_p95_ms"] = report
+    result["report_draft_p95_ms"] = top.get("report_20_panels_live_draft", {}).get("p95_ms")
+    result["report_target_met"] = report is not None and report <= TARGET_REPORT_MS
     series = top.get("series_1M_points_1000_buckets", {}).get("p95_ms")
     result["largest_size"] = max(sizes)
     result["worst_page_p95_ms"] = worst

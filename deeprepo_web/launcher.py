@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,7 @@ def main() -> int:
     print(boot.stdout, end="", flush=True)
 
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+    started = datetime.now(UTC).isoformat()
 
     def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         procs.append((name, subprocess.Popen(argv, cwd=ROOT, env=env or os.environ.copy())))
@@ -120,6 +122,14 @@ def main() -> int:
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        # Local jobs run in their own process groups (they outlive a worker restart by design):
+        # the ones this session launched are stopped here, or named if they could not be.
+        try:
+            left = subprocess.run([*manage, "stop_local_jobs", "--since", started], cwd=ROOT,
+                                  capture_output=True, text=True, timeout=120)
+            print(left.stdout + left.stderr, end="", flush=True)
+        except subprocess.TimeoutExpired:
+            _say("local jobs launched by this session may still run: see the Jobs page")
         if pg is not None:
             pg.cleanup()
         _say("stopped")

@@ -36,9 +36,12 @@ INSTALLED_APPS = [
     "deeprepo_web.trajectories",
     "deeprepo_web.compare",
     "deeprepo_web.otlp",
+    "deeprepo_web.wandb_server",
+    "deeprepo_web.mlflow_server",
     "deeprepo_web.labels",
     "deeprepo_web.search",
     "deeprepo_web.judge",
+    "deeprepo_web.reports",
 ]
 
 MIDDLEWARE = [

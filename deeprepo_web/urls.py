@@ -7,5 +7,7 @@ from deeprepo_web.api.main import api
 urlpatterns = [
     path("api/", api.urls),
     path("", include("deeprepo_web.otlp.urls")),
+    path("", include("deeprepo_web.wandb_server.urls")),
+    path("", include("deeprepo_web.mlflow_server.urls")),
     path("", include("deeprepo_web.front.urls")),
 ]

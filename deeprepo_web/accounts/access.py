@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +85,22 @@ def api_key_from_secret(secret: str) -> ApiKey | None:
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         key.last_used_at = now
     return key
+
+
+def api_key_from_authorization(header: str) -> ApiKey | None:
+    """The key of an Authorization header: `Bearer <key>`, or `Basic` with the key as the password
+    (what MLflow clients send from MLFLOW_TRACKING_USERNAME / _PASSWORD); any user name is taken."""
+    scheme, _, value = header.strip().partition(" ")
+    value = value.strip()
+    if scheme.lower() == "bearer":
+        return api_key_from_secret(value)
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return api_key_from_secret(decoded.partition(":")[2])
 
 
 def key_allows(key: ApiKey, scope: str) -> bool:

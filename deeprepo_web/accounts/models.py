@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import string
 
 from django.conf import settings
 from django.db import models
@@ -42,6 +43,9 @@ def hash_key(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+_KEY_ALPHABET = string.ascii_letters + string.digits
+
+
 class ApiKey(models.Model):
     """A project-scoped key. Only the sha256 of the secret is stored; the secret is shown once."""
 
@@ -57,13 +61,17 @@ class ApiKey(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
-        return f"drk_{self.prefix}_…"
+        return f"drk_{self.prefix}…"
 
     @classmethod
     def generate(cls) -> tuple[str, str, str]:
         """Returns (full secret, prefix, hash)."""
         prefix = secrets.token_hex(4)
-        secret = f"drk_{prefix}_{secrets.token_urlsafe(32)}"
+        # `drk_<prefix>-<40 letters and digits>`: the W&B SDK checks a key's shape before it sends it
+        # (after the first '-': exactly 40 characters in 0.17-0.21, 40 or more of [A-Za-z0-9_-] since),
+        # so a WANDB_API_KEY set to a deeprepo key passes every version. Older keys keep working here.
+        body = "".join(secrets.choice(_KEY_ALPHABET) for _ in range(40))
+        secret = f"drk_{prefix}-{body}"
         return secret, prefix, hash_key(secret)
 
     @property

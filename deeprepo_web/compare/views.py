@@ -16,12 +16,12 @@ from deeprepo_web.accounts.models import Role
 from deeprepo_web.analysis.cost import DEFAULT_PRICES
 from deeprepo_web.compare import checkpoints as ckpt
 from deeprepo_web.compare import comparison as cmp
-from deeprepo_web.compare import curves, diffs
+from deeprepo_web.compare import configs, curves, diffs
 from deeprepo_web.compare.exports import comparison_csv, comparison_markdown
 from deeprepo_web.compare.options import CompareError
 from deeprepo_web.compare.query import compare_params, comparison_for, number_param
 from deeprepo_web.runs import selectors
-from deeprepo_web.runs.models import ModelPrice, Rollout
+from deeprepo_web.runs.models import Example, ModelPrice, Rollout
 
 PALETTE = ["#3b5bdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#c92a2a", "#1098ad", "#f59f00", "#5f3dc4", "#495057",
            "#d6336c"]
@@ -30,6 +30,12 @@ STRIP_POINTS = 2000
 
 def _num(v: float) -> float | None:
     return None if v is None or math.isnan(v) else round(float(v), 6)
+
+
+def _example_names(ids: list[str]) -> list[str]:
+    """Rows are named by the example's key (its id or prompt excerpt), as every other page names it."""
+    names = dict(Example.objects.filter(pk__in=[int(i) for i in ids if i.isdigit()]).values_list("pk", "key"))
+    return [names.get(int(i), i) if i.isdigit() else i for i in ids]
 
 
 def comparison_context(c: cmp.Comparison, *, links: bool) -> dict[str, Any]:
@@ -79,7 +85,7 @@ def comparison_context(c: cmp.Comparison, *, links: bool) -> dict[str, Any]:
     }
     return {
         "cmp": c, "runs": runs, "rows": rows, "behaviour": cmp.behaviour_rows(c), "effects": effects,
-        "example_rows": list(zip(range(1, len(keys) + 1), per_example, strict=True)), "chart": chart,
+        "example_rows": list(zip(_example_names(keys), per_example, strict=True)), "chart": chart,
         "links": links,
     }
 
@@ -124,6 +130,8 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
     if c.options.zero is not None and not raw.get("zero"):
         ctx["raw"] = {**raw, "zero": c.options.zero.query}
     ctx["share_params"] = {"runs": [d.run.public_id for d in c.runs], **{k: v for k, v in raw.items() if v}}
+    ctx["config_rows"] = configs.config_rows([d.run for d in c.runs])
+    ctx["config_differs"] = sum(r.differs for r in ctx["config_rows"])
     return render(request, "compare/compare.html", ctx)
 
 

@@ -8,6 +8,7 @@ exactly as the template engine does, at a fraction of the cost.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from urllib.parse import urlencode
 
 from django.contrib.humanize.templatetags.humanize import naturaltime
@@ -16,6 +17,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
+from deeprepo_web.explorer.columns import config_value
 from deeprepo_web.explorer.selectors import RunReward
 from deeprepo_web.explorer.templatetags import explorer_format
 from deeprepo_web.labels.selectors import RunLabelCount
@@ -45,17 +47,17 @@ _RUN_ROW_HTML = (
     '<tr data-run="{id}">'
     '<td class="sel"><input type="checkbox" class="run-select" value="{id}" aria-label="Select {name}"></td>'
     '<td class="name"><a href="{url}">{short_name}</a>{checkpoint}{notes}</td>'
-    '<td><span class="kind kind-{kind}">{kind}</span></td>'
-    '<td><span class="status status-{status}">{status}</span></td>'
-    '<td class="clip" title="{model}">{model_shown}</td>'
-    '<td class="clip" title="{environment}">{environment_shown}</td>'
-    '<td class="tags">{tags}</td>'
-    '<td class="labels">{labels}</td>'
-    '<td class="nowrap muted" title="{when}">{when_ago}</td>'
-    '<td class="num nowrap">{duration}</td>'
-    '<td class="num reward"{reward_title}>{reward}</td>'
-    '<td class="spark">{spark}</td>'
-    "</tr>"
+    '<td class="c-kind"><span class="kind kind-{kind}">{kind}</span></td>'
+    '<td class="c-status"><span class="status status-{status}">{status}</span></td>'
+    '<td class="clip c-model" title="{model}">{model_shown}</td>'
+    '<td class="clip c-environment" title="{environment}">{environment_shown}</td>'
+    '<td class="tags c-tags">{tags}</td>'
+    '<td class="labels c-labels">{labels}</td>'
+    '<td class="nowrap muted c-started" title="{when}">{when_ago}</td>'
+    '<td class="num nowrap c-duration">{duration}</td>'
+    '<td class="num reward c-reward"{reward_title}>{reward}</td>'
+    '<td class="spark c-curve">{spark}</td>'
+    "{config_cells}</tr>"
 )
 _SPARK_HTML = (
     '<svg class="sparkline" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="reward curve">'
@@ -89,8 +91,10 @@ def clip(text: str, length: int) -> str:
 
 
 def run_row_html(run: Run, *, url: str, reward: RunReward | None, group_key: str,
-                 group: str | None, labels: list[RunLabelCount] | None = None) -> SafeString:
-    """The table row of `run` (preceded by a group header row when `group` starts a new group)."""
+                 group: str | None, labels: list[RunLabelCount] | None = None,
+                 config_keys: Sequence[str] = ()) -> SafeString:
+    """The table row of `run` (preceded by a group header row when `group` starts a new group);
+    `config_keys` add a cell each (the user's chosen config columns, explorer.columns)."""
     tags = run.tags or []
     shown = format_html_join("", '<span class="tag">{}</span>', ((t,) for t in tags[:MAX_TAGS_SHOWN]))
     if len(tags) > MAX_TAGS_SHOWN:
@@ -121,8 +125,10 @@ def run_row_html(run: Run, *, url: str, reward: RunReward | None, group_key: str
         reward_title=format_html(' title="{}"', reward.key) if reward and reward.key else "",
         reward=explorer_format.num(reward.last if reward else None),
         spark=format_html(_SPARK_HTML, w=SPARK_W, h=SPARK_H, points=spark) if spark else "",
+        config_cells=format_html_join("", '<td class="clip cfg">{}</td>',
+                                      ((config_value(run.config, k),) for k in config_keys)),
     )
     if group is None:
         return html
     return format_html('<tr class="group-row"><td colspan="{}"><span class="muted">{} =</span> <strong>{}</strong>'
-                       "</td></tr>{}", COLUMNS, group_key, group, html)
+                       "</td></tr>{}", COLUMNS + len(config_keys), group_key, group, html)

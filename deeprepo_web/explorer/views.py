@@ -10,10 +10,11 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.safestring import SafeString
-from django.views.decorators.http import require_safe
+from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.explorer import grouping, selectors
+from deeprepo_web.explorer.columns import FIXED, columns_for, columns_save
 from deeprepo_web.explorer.evalsummary import (
     eval_mean_rewards,
     is_curve,
@@ -31,6 +32,8 @@ from deeprepo_web.runs.services import ingest_refusals
 
 PER_PAGE = 50
 MAX_OVERLAY = 8
+OVERLAY_CHOICES = 50
+
 def _query(request: HttpRequest) -> selectors.RunQuery:
     get = request.GET
     return selectors.RunQuery(
@@ -78,6 +81,7 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
     runs, has_next = selectors.run_table(project=proj, query=query, page=page, per_page=PER_PAGE)
     rewards = _rewards(runs)
     project_url = reverse("project", args=[proj.slug])
+    columns = columns_for(user=request.user, project=proj)
     rows: list[SafeString] = []
     previous: object = object()
     for run in runs:
@@ -90,7 +94,7 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
         # One reverse() per page, not per row: a run's URL is the project's plus its id.
         rows.append(run_row_html(run, url=f"{project_url}runs/{run.public_id}/", reward=rewards.get(run.pk),
                                  group_key=" / ".join(query.group_paths) or query.group, group=group,
-                                 labels=run_label_counts(run)))
+                                 labels=run_label_counts(run), config_keys=columns.config))
     sort_desc = query.sort.startswith("-")
     context: dict[str, Any] = {
         "project": proj,
@@ -99,6 +103,7 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
         "query": query,
         "group_keys": group_keys,
         "rows": rows,
+        "columns": columns,
         "page": page,
         "has_next": has_next,
         "next_qs": _qs(query, page=page + 1) if has_next else "",
@@ -115,12 +120,25 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
     if table_only:
         return render(request, "explorer/runs.html#table", context)
     context["facets"] = selectors.run_facets(project=proj)
+    context["fixed_columns"] = FIXED
     context["statuses"] = RunStatus.values
     context["kinds"] = RunKind.values
     return render(request, "explorer/runs.html", context)
 
 
 MAX_LIVE_ROWS = 100
+
+
+@require_POST
+@login_required
+def project_columns(request: HttpRequest, slug: str) -> HttpResponse:
+    """Save the runs table's columns of this user in this project, then show the table again."""
+    proj, _ = access.project_for_user(request.user, slug)
+    columns_save(user=request.user, project=proj, shown=request.POST.getlist("col"),
+                 config=request.POST.getlist("config"), known_keys=grouping.config_keys(project=proj))
+    back = request.POST.get("next", "")
+    project_url = reverse("project", args=[proj.slug])
+    return redirect(back if back.startswith(project_url + "?") else project_url)
 
 
 @require_safe
@@ -133,8 +151,10 @@ def project_rows(request: HttpRequest, slug: str) -> JsonResponse:
                                   name=request.GET.get("label", "")[:100]))
     rewards = _rewards(runs)
     project_url = reverse("project", args=[proj.slug])
+    keys = columns_for(user=request.user, project=proj).config
     rows = {run.public_id: run_row_html(run, url=f"{project_url}runs/{run.public_id}/", reward=rewards.get(run.pk),
-                                        group_key="", group=None, labels=run_label_counts(run)) for run in runs}
+                                        group_key="", group=None, labels=run_label_counts(run), config_keys=keys)
+            for run in runs}
     return JsonResponse({"rows": rows})
 
 
@@ -154,7 +174,8 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
             other = access.run_for_user(request.user, other_id)
         except Http404:
             continue  # a run the user may not read is silently left out of the overlay
-        overlay.append({"id": other.public_id, "name": other.name})
+        overlay.append({"id": other.public_id, "name": other.name,
+                        "healthUrl": reverse("run_health", args=[other.project.slug, other.public_id])})
     evals = list(Run.objects.filter(parent=run).order_by("checkpoint_step", "created_at")[:200])
     has_step_rollouts = Rollout.objects.filter(run=run, step__isnull=False).exists()
     summary = run_eval_summary(run=run) if wants_summary(run=run, has_step_rollouts=has_step_rollouts) else None
@@ -181,6 +202,10 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         "evals": evals,
         "eval_rewards": {pk: r.last for pk, r in _rewards(evals).items()},
         "overlay": overlay,
+        # The run page's "overlay a run" menu: the project's newest runs not drawn yet.
+        "overlay_choices": list(Run.objects.filter(project=run.project).exclude(
+            public_id__in=[run.public_id, *(o["id"] for o in overlay)]).order_by("-created_at")
+            .only("public_id", "name")[:OVERLAY_CHOICES]),
         "chart_config": chart_config,
         "final": run.status in FINAL_RUN_STATUSES,
         "refusals": ingest_refusals(run=run),

@@ -23,4 +23,5 @@ urlpatterns = [
     path("", include("deeprepo_web.search.urls")),
     path("", include("deeprepo_web.labels.urls")),
     path("", include("deeprepo_web.judge.urls")),
+    path("", include("deeprepo_web.reports.urls")),
 ]

@@ -22,6 +22,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey
+from deeprepo_web.mlflow_server.errors import MlflowError
+from deeprepo_web.mlflow_server.traces import mlflow_spans_receive
 from deeprepo_web.otlp.decode import JSON, PROTOBUF, BodyError, decode
 from deeprepo_web.otlp.services import otlp_items_ingest, otlp_run_get
 
@@ -59,9 +61,7 @@ def _error(content_type: str, status: int, message: str) -> HttpResponse:
 
 
 def _key(request: HttpRequest) -> ApiKey:
-    auth = request.headers.get("Authorization", "")
-    scheme, _, secret = auth.partition(" ")
-    key = access.api_key_from_secret(secret.strip()) if scheme.lower() == "bearer" else None
+    key = access.api_key_from_authorization(request.headers.get("Authorization", ""))
     if key is None:
         raise _Refused(401, "missing, unknown, expired or revoked API key: send "
                             "'Authorization: Bearer drk_…' (OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20drk_…)")
@@ -111,6 +111,13 @@ def _receive(request: HttpRequest, *, logs: bool) -> HttpResponse:
         return _error(kind, exc.status, str(exc))
     except BodyError as exc:
         return _error(kind, 400, str(exc))
+    mlflow_experiment = request.headers.get("x-mlflow-experiment-id", "").strip()
+    if mlflow_experiment and not logs:  # an MLflow client: its trace info says later which run
+        try:
+            mlflow_spans_receive(project=key.project, experiment_id=mlflow_experiment, decoded=decoded)
+        except MlflowError as exc:
+            return _error(kind, exc.status, exc.message)
+        return _answer(kind, logs, decoded.rejected, "; ".join(decoded.warnings))
     header = request.headers.get("x-deeprepo-run", "")
     for resource, items in decoded.groups:
         run = otlp_run_get(project=key.project, header=header, resource=resource)

@@ -143,8 +143,12 @@ def rollouts_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
 
 @router.get("/runs/{run_id}/series", auth=read_auth)
 def series(request: HttpRequest, run_id: str, key: str | None = None, buckets: int = 1000,
-           after: int | None = None) -> dict[str, Any]:
-    """Without `key`: the run's metric keys. With it: the downsampled series (≤ 2,000 buckets).
+           after: int | None = None, start: int | None = None, end: int | None = None,
+           extremes: bool = False) -> dict[str, Any]:
+    """Without `key`: the run's metric keys. With it: the downsampled series (≤ 2,000 buckets) of
+    steps [`start`, `end`] (default: all), down to the raw points when the range is narrow; its
+    `nonfinite` lists the NaN / ±Infinity points. With `extremes`: the steps of the lowest and
+    highest value in [`start`, `end`] (what a chart's hover names for one bucket).
 
     With `after`: the raw points past that step, of `key` or of every key (≤ 2,000 a key), which is
     what a live chart appends; keys listed in `truncated` had more and should be read whole.
@@ -154,7 +158,14 @@ def series(request: HttpRequest, run_id: str, key: str | None = None, buckets: i
         return selectors.series_after(run=run, after=after, key=key)
     if key is None:
         return {"keys": selectors.series_keys(run=run)}
-    result = selectors.series_downsampled(run=run, key=key, buckets=buckets)
+    if extremes:
+        if start is None or end is None or not 0 <= end - start <= selectors.MAX_EXTREMES_SPAN:
+            raise HttpError(422, f"extremes: needs start and end at most {selectors.MAX_EXTREMES_SPAN} steps apart")
+        found = selectors.series_extremes(run=run, key=key, start=start, end=end)
+        if found is None:
+            raise HttpError(404, f"key: run {run_id} has no metric {key!r}")
+        return found
+    result = selectors.series_downsampled(run=run, key=key, buckets=buckets, start=start, end=end)
     if result is None:
         raise HttpError(404, f"key: run {run_id} has no metric {key!r}")
     return result.as_dict()

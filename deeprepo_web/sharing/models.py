@@ -15,6 +15,7 @@ class ShareKind(models.TextChoices):
     COMPARISON = "comparison"
     ROLLOUT = "rollout"
     EXAMPLE = "example"
+    REPORT = "report"
 
 
 def token_hash(token: str) -> str:
@@ -27,7 +28,7 @@ def new_token() -> str:
 
 
 class ShareLink(models.Model):
-    """A read-only link to one object. The target is a run, rollout or example row, or a comparison
+    """A read-only link to one object. The target is a run, rollout, example or report row, or a comparison
     (a list of run public ids and the table's options, kept in `params`)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="share_links")
@@ -35,6 +36,8 @@ class ShareLink(models.Model):
     run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     rollout = models.ForeignKey("runs.Rollout", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     example = models.ForeignKey("runs.Example", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    # A report link shows the report's published version (its frozen data), whichever is newest.
+    report = models.ForeignKey("reports.Report", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     params = models.JSONField(default=dict, blank=True)
     title = models.CharField(max_length=200, blank=True, default="")
     token_hash = models.CharField(max_length=64, unique=True)

@@ -58,6 +58,15 @@ def share_create(
         if example is None:
             raise ShareError("target: no such example in this project")
         link.example = example
+    elif kind == ShareKind.REPORT:
+        from deeprepo_web.reports.models import Report  # reports import sharing's views' helpers
+
+        report = Report.objects.filter(project=project, public_id=target).first()
+        if report is None:
+            raise ShareError("target: no such report in this project")
+        if report.published_id is None:
+            raise ShareError("target: publish the report first; a link shows its published version")
+        link.report = report
     else:
         runs = [str(r) for r in params.get("runs") or []]
         raw = {k: str(params.get(k) or "")[:500] for k in COMPARISON_KEYS}
@@ -87,7 +96,7 @@ def share_resolve(*, token: str) -> ShareLink | None:
     if not token or len(token) > 200:
         return None
     link = (
-        ShareLink.objects.select_related("project", "run", "rollout__run", "rollout__example", "example")
+        ShareLink.objects.select_related("project", "run", "rollout__run", "rollout__example", "example", "report")
         .filter(token_hash=token_hash(token))
         .first()
     )

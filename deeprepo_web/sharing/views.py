@@ -148,6 +148,17 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
         if rollout.final_answer and diffs.looks_like_patch(rollout.final_answer):
             ctx.update(diffs.patch_context(rollout, mode="unified"))
         template = "sharing/shared_rollout.html"
+    elif link.kind == ShareKind.REPORT and link.report is not None:
+        from deeprepo_web.reports.selectors import version_items  # reports import sharing's helpers
+
+        version = link.report.published
+        if version is None:
+            raise Http404("the shared report is not published")
+        # Only the published version's stored data: nothing of the project is read again.
+        ctx.update({"report": link.report, "version": version, "reading": True,
+                    "items": version_items(version=version, project=link.project),
+                    "title": link.title or version.title})
+        template = "sharing/shared_report.html"
     elif link.kind == ShareKind.EXAMPLE and link.example is not None:
         example = link.example
         ctx.update({"example": example, "title": link.title or "Example"})

@@ -32,8 +32,9 @@ def _dash(value: Any) -> Any:
     return "—" if value is None else value
 
 
-def rollout_row_html(r: Rollout, *, url: str, bar_span: str) -> SafeString:
-    """The rollouts list's row of `r`; model text (example key, stop, error) is cleaned as by |clean."""
+def rollout_row_html(r: Rollout, *, url: str, bar_span: str, group_advantage: float | None = None) -> SafeString:
+    """The rollouts list's row of `r`; model text (example key, stop, error) is cleaned as by |clean.
+    `group_advantage`: for a rollout that logged none, its group's (shown "+1.00 (group)")."""
     t = trajectory_tags
     key = t.clean(r.example.key)
     components = r.reward_components if isinstance(r.reward_components, dict) else {}
@@ -53,7 +54,9 @@ def rollout_row_html(r: Rollout, *, url: str, bar_span: str) -> SafeString:
         components=format_html_join(
             "", '<span class="comp"><span class="muted">{}</span> {}</span>',
             ((t.clean(k), t.num(v, 2)) for k, v in components.items())),
-        advantage=t.signed(r.advantage),
+        advantage=t.signed(r.advantage) if r.advantage is not None or group_advantage is None else format_html(
+            '<span class="tj-adv-group" title="not logged: computed from the rewards of its group, as on the Groups '
+            'tab">{} <span class="muted small">(group)</span></span>', t.signed(group_advantage)),
         turns=r.num_turns,
         tokens_in=t.tokens(r.input_tokens),
         tokens_out=t.tokens(r.output_tokens),

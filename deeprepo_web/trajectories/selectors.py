@@ -220,6 +220,34 @@ def group_siblings(*, rollout: Rollout, limit: int = 256) -> list[dict[str, Any]
     return [dict(row) for row in rows]
 
 
+MAX_GROUP_ROWS = 5000
+
+
+def page_group_advantages(*, run: Run, rollouts: list[Rollout]) -> dict[int, float]:
+    """The advantage the Groups tab shows for each rollout of a list page that logged none, by id.
+
+    One query reads the groups (run, step, example) of those rollouts, bounded by MAX_GROUP_ROWS.
+    """
+    wanted = [r for r in rollouts if r.advantage is None and r.step is not None]
+    if not wanted:
+        return {}
+    rows = list(
+        Rollout.objects.filter(run=run, step__in={r.step for r in wanted}, example_id__in={r.example_id for r in wanted})
+        .order_by("step", "example_id", F("sample_index").asc(nulls_last=True), "id")
+        .values("id", "step", "example_id", "reward")[:MAX_GROUP_ROWS]
+    )
+    groups: dict[tuple[Any, Any], list[Any]] = {}
+    for row in rows:
+        groups.setdefault((row["step"], row["example_id"]), []).append(row)
+    out: dict[int, float] = {}
+    for members in groups.values():
+        stats = group_stats({"example_key": "", "reward": m["reward"]} for m in members)
+        if stats:
+            for position, adv in zip(stats[0].indices, stats[0].advantages, strict=True):
+                out[members[position]["id"]] = adv
+    return out
+
+
 def group_advantage(*, rollout: Rollout, siblings: list[dict[str, Any]]) -> float | None:
     """The advantage the Groups tab shows for `rollout` (from its group's rewards), for one that logged none."""
     stats = group_stats({"example_key": "", "reward": s["reward"]} for s in siblings)

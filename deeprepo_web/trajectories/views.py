@@ -85,10 +85,13 @@ def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     lo, hi = min([0.0, *rewards]), max([1.0, *rewards])
     # One reverse() per page, not per row: a trajectory's URL is this list's plus the rollout id.
     list_url = reverse("rollouts", args=[run.project.slug, run.public_id])
+    # Rollouts that logged no advantage show their group's, as the trajectory page does.
+    group_adv = selectors.page_group_advantages(run=run, rollouts=rollouts)
     ctx = {
         "project": run.project,
         "run": run,
-        "rows": [rollout_row_html(r, url=f"{list_url}{r.pk}/", bar_span=f"{lo},{hi}") for r in rollouts],
+        "rows": [rollout_row_html(r, url=f"{list_url}{r.pk}/", bar_span=f"{lo},{hi}", group_advantage=group_adv.get(r.pk))
+                 for r in rollouts],
         "page": page,
         "has_next": has_next,
         "filter": filt,

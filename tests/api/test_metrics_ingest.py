@@ -63,3 +63,20 @@ def test_nan_and_infinity_metric_values_are_kept_and_left_out_of_rollups(api):
     assert series.max_value == 1.0
     chart = api.get(f"/runs/{run_id}/series", key="loss").json()
     assert chart["value"] == [1.0, None, None]  # JSON has no NaN: charts get gaps
+
+
+def test_series_endpoint_zooms_names_extremes_and_lists_nonfinite(api):
+    run_id = _run(api)
+    points = [{"step": s, "values": {"loss": 1.0 + s / 1000}} for s in range(3000)]
+    points[2222]["values"]["loss"] = 9.0
+    api.post(f"/runs/{run_id}/metrics", points)
+    api.post(f"/runs/{run_id}/metrics", [{"step": 3000, "values": {"loss": "NaN"}}])
+    whole = api.get(f"/runs/{run_id}/series", key="loss", buckets=100).json()
+    assert whole["resolution"] > 1 and whole["nonfinite"] == [[3000, "NaN"]]
+    zoomed = api.get(f"/runs/{run_id}/series", key="loss", buckets=100, start=2200, end=2250).json()
+    assert zoomed["resolution"] == 1 and zoomed["step"][0] == 2200 and zoomed["step"][-1] == 2250
+    assert zoomed["value"][22] == 9.0 and zoomed["nonfinite"] == []
+    found = api.get(f"/runs/{run_id}/series", key="loss", extremes=1, start=2000, end=2999).json()
+    assert found["max"] == {"step": 2222, "value": 9.0} and found["min"] == {"step": 2000, "value": 3.0}
+    too_wide = api.get(f"/runs/{run_id}/series", key="loss", extremes=1, start=0, end=10**9)
+    assert too_wide.status_code == 422 and "100000 steps apart" in too_wide.json()["error"]

@@ -23,7 +23,7 @@ def label_cells(html: str) -> dict[str, str]:
     out = {}
     for row in re.findall(r'<tr data-run="[^"]+">(.*?)</tr>', html, re.S):
         name = re.search(r'<td class="name"><a href="[^"]+">([^<]+)</a>', row)
-        cell = re.search(r'<td class="labels">(.*?)</td>', row, re.S)
+        cell = re.search(r'<td class="labels c-labels">(.*?)</td>', row, re.S)
         assert name and cell, row
         out[name.group(1)] = " ".join(re.sub(r"<[^>]+>", " ", cell.group(1)).split())
     return out
@@ -119,9 +119,9 @@ def test_labels_cost_a_fixed_number_of_queries(client: Any, team: Any, seeded: A
         mark_create(label=marked["gives_up" if i % 2 else "edits"], rollout=Rollout.objects.get(run=run),
                     user=team.owner)
     client.force_login(team.owner)
-    with django_assert_max_num_queries(8):  # the bound of test_rewards_cost_a_fixed_number_of_queries
+    with django_assert_max_num_queries(9):  # the bound of test_rewards_cost_a_fixed_number_of_queries
         html = client.get("/p/demo/", headers=HX).content.decode()
     assert html.count('class="label-chip small"') == 30 + 3  # alpha 1, beta 2
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):
         html = client.get("/p/demo/", {"label": "gives up"}, headers=HX).content.decode()
     assert len(names(html)) == 15 + 2

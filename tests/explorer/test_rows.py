@@ -27,9 +27,9 @@ def test_run_row_escapes_and_shows_every_cell() -> None:
     assert '<a href="/p/s/runs/abc123/">' in html and "…</a>" in html  # the name is clipped at 80
     assert '<span class="muted small">@40</span>' in html
     assert '<span class="muted small">+2</span>' in html and html.count('class="tag"') == 4
-    assert '<td class="clip" title="">—</td>' in html  # no environment
+    assert '<td class="clip c-environment" title="">—</td>' in html  # no environment
     assert "3\xa0hours ago" in html  # naturaltime, as the template showed it
-    assert '<td class="num reward" title="reward">0.25</td>' in html
+    assert '<td class="num reward c-reward" title="reward">0.25</td>' in html
     assert '<polyline points="1.0,21.0 119.0,1.0"/>' in html
 
 
@@ -37,7 +37,7 @@ def test_run_row_without_reward_or_group() -> None:
     run = Run(public_id="r1", name="plain", kind="eval", status="finished", tags=[], created_at=timezone.now())
     html = run_row_html(run, url="/u/", reward=None, group_key="", group=None)
     assert html.startswith('<tr data-run="r1">')
-    assert '<td class="num reward">—</td>' in html and "<svg" not in html
+    assert '<td class="num reward c-reward">—</td>' in html and "<svg" not in html
 
 
 def test_rollout_row_escapes_model_text() -> None:

@@ -82,7 +82,8 @@ def test_overlay_keeps_readable_runs_only(client: Any, team: Any, seeded: Any) -
     client.force_login(team.viewer)
     ids = ",".join([seeded.beta.public_id, foreign.public_id, "nope", seeded.beta.public_id])
     html = client.get(f"/p/demo/runs/{seeded.alpha.public_id}/", {"overlay": ids}).content.decode()
-    assert chart_config(html)["overlay"] == [{"id": seeded.beta.public_id, "name": "beta-grpo"}]
+    beta = seeded.beta.public_id
+    assert chart_config(html)["overlay"] == [{"id": beta, "name": "beta-grpo", "healthUrl": f"/p/demo/runs/{beta}/health/"}]
     assert "secret-run" not in html
 
 

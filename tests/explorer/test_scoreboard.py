@@ -54,7 +54,7 @@ def test_verifiers_eval_gets_a_summary_from_its_rollouts(client: Any, team: Any,
     assert "pass rate" in text and "check_answer_reward_func" in text and "partial_credit_reward_func" in text
     # The runs table's reward column shows the mean reward instead of "—".
     table = client.get("/p/demo/").content.decode()
-    cell = re.search(rf'data-run="{run.public_id}".*?<td class="num reward"[^>]*>([^<]*)</td>', table, re.S)
+    cell = re.search(rf'data-run="{run.public_id}".*?<td class="num reward c-reward"[^>]*>([^<]*)</td>', table, re.S)
     assert cell is not None and cell.group(1).strip() not in ("", "—")
     assert float(cell.group(1)) == pytest.approx(sum(rewards) / len(rewards), abs=1e-3)
     assert 'title="mean reward of 15 rollouts"' in table
@@ -67,7 +67,7 @@ def test_inspect_eval_reward_column_and_summary(client: Any, team: Any, samples:
     html = client.get(f"/p/demo/runs/{run.public_id}/").content.decode()
     assert 'id="eval-summary"' in html and "from 1 rollout" in _text(html)
     table = client.get("/p/demo/").content.decode()
-    cell = re.search(rf'data-run="{run.public_id}".*?<td class="num reward"[^>]*>([^<]*)</td>', table, re.S)
+    cell = re.search(rf'data-run="{run.public_id}".*?<td class="num reward c-reward"[^>]*>([^<]*)</td>', table, re.S)
     mean = Rollout.objects.get(run=run).reward
     assert cell is not None and float(cell.group(1)) == pytest.approx(mean)
 
@@ -193,6 +193,9 @@ def test_run_with_165_keys_folds_its_families(browser_page: Any, live_server: An
     page.fill("#chart-filter", "decode_len/all/max")  # a match inside a folded family is shown
     expect_visible = page.locator('.panel[data-key="decode_len/all/max"]')
     expect_visible.wait_for(state="visible")
+    assert page.locator("#health-family").is_hidden()  # the filter applies to GRPO health too
+    page.fill("#chart-filter", "")
+    page.locator("#health-family").scroll_into_view_if_needed()
     page.wait_for_selector('#health-grid .panel[data-drawn="1"]')  # its one step of rollouts (40)
     assert page.locator('#health-grid .panel[data-health="tokens"]').is_hidden()  # no token counts: no box
     page.screenshot(path=os.path.join(screenshot_dir, "run-prime-hosted.png"), full_page=False)

@@ -150,3 +150,39 @@ def test_eval_outputs_folder_is_recorded_and_handed_to_the_importer(
                      what="the import note")
     assert len(notes) == 1 and job.output_dir in notes[0]
     assert job.run.kind == "eval"
+
+
+def test_stop_local_jobs_kills_what_this_session_launched(
+    local_cluster: Any, probe_template: Any, launch: Any, work: Path
+) -> None:
+    """What `make run` calls when it stops: the local jobs it launched go, process group and all."""
+    from datetime import UTC, datetime
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    since = datetime.now(UTC).isoformat()
+    out = work / "long.json"
+    job = launch(probe_template, local_cluster, {"out": str(out), "sleep": 300, "first": "a", "second": "b"})
+    job = wait_job(job, "running", timeout=30)
+    meta = json.loads((Path(local_cluster.settings["state_dir"]) / job.external_id / "meta.json").read_text())
+    group = int(meta["pid"])
+    os.killpg(group, 0)  # alive: signal 0 only checks
+    printed = StringIO()
+    call_command("stop_local_jobs", "--since", since, stdout=printed)
+    assert f"stopped job {job.public_id}" in printed.getvalue()
+    job.refresh_from_db()
+    assert job.status == "cancelled"
+
+    def gone() -> bool:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    wait_for(gone, timeout=15, what="the job's process group to be gone")
+    # A job created before the session started is not its to stop.
+    printed = StringIO()
+    call_command("stop_local_jobs", "--since", datetime.now(UTC).isoformat(), stdout=printed)
+    assert printed.getvalue() == ""

@@ -29,7 +29,8 @@ from deeprepo_web.sharing.services import share_create
 from tests.factories import rollout
 
 # Reachable without project membership on purpose.
-PUBLIC = {"login", "logout", "home", "api-1:openapi-json", "api-1:openapi-view"}
+PUBLIC = {"login", "logout", "home", "api-1:openapi-json", "api-1:openapi-view",
+          "mlflow_version"}  # GET /version: the MLflow server version MLflow clients ask before tracing
 # /storage/ URLs are capabilities: a signed, expiring token is the permission (tests/artifacts).
 PUBLIC_PREFIXES = ("/s/", "/static/", "/api/docs", "/api/openapi", "/storage/")
 
@@ -82,7 +83,14 @@ def world(team: Any, tmp_path: Any) -> dict[str, str]:
     label = label_create(project=team.project, name="found")
     mark = mark_create(label=label, rollout=r, user=team.owner)
     judge_job = JudgeJob.objects.create(project=team.project, rubric="r", label=label, status="cancelled")
+    from deeprepo_web.reports.services import report_create, report_publish
+
+    report = report_create(project=team.project, user=team.owner, title="r", blocks=[{"kind": "text", "text": "x"}])
+    report_publish(report=report, user=team.owner)
     return {
+        "rid": report.public_id,
+        "uid": report.blocks.get().uid,
+        "number": "1",
         "fmt": "jsonl",
         "mark_id": str(mark.pk),
         "judge_id": judge_job.public_id,
@@ -106,6 +114,11 @@ def world(team: Any, tmp_path: Any) -> dict[str, str]:
         "cluster_id": str(cluster.pk),
         "link_id": str(link.pk),
         "token": "not-a-token",  # share pages are public by design (tested in tests/compare)
+        "entity": team.project.slug,  # the W&B file stream: entity and W&B project name
+        "project": "wandb-project",
+        # MLflow's REST paths take keys only (401 for a session); another project's key: tests/mlflow_server
+        "endpoint": "experiments/get",
+        "path": f"0/{run.public_id}/artifacts/log.txt",
     }
 
 
@@ -119,7 +132,9 @@ def _project_urls(values: dict[str, str]) -> list[tuple[str, str]]:
     return urls
 
 
-KEY_ONLY = ("/api/", "/v1/")  # endpoints that take an API key, never a session
+KEY_ONLY = ("/api/", "/v1/", "/graphql", "/files/")  # endpoints that take an API key, never a session
+# A member's own view settings (saved per user): a viewer may save them; they change nothing of the project.
+OWN_SETTINGS = {"project_columns"}
 
 
 def test_every_url_is_404_for_an_outsider(client, team, world):
@@ -159,6 +174,9 @@ def test_viewer_reads_but_every_write_is_refused(client, team, world):
         if path.startswith(KEY_ONLY):
             continue  # the API and OTLP write with keys, not sessions (covered above)
         res = client.post(path, {"name": "x", "status": "cancelled"})
+        if _ in OWN_SETTINGS:
+            assert res.status_code == 302, f"POST {path} as viewer -> {res.status_code}"
+            continue
         # Read pages refuse POST (405); writes a viewer may not make are 404 (or 403).
         assert res.status_code in (404, 405, 403), f"POST {path} as viewer -> {res.status_code}"
     after = (Run.objects.count(), Rollout.objects.count(), Run.objects.get(public_id=world["run_id"]).updated_at)

@@ -122,3 +122,23 @@ def test_reward_bar_and_badges(viewer, url, loaded):
     assert 'style="width:100%"' in html  # reward 1.0 fills the bar
     html = viewer.get(url, {"truncated": "yes"}).content.decode()
     assert 'class="badge warn">truncated' in html
+
+
+def test_rollouts_without_a_logged_advantage_show_their_groups(viewer, team):
+    """The list shows the advantage the trajectory page shows: the group's, marked "(group)"."""
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.models import Rollout
+    from deeprepo_web.runs.services import run_create
+    from tests.factories import rollout
+
+    run, _ = run_create(project=team.project, name="no-adv")
+    rollouts_ingest(run=run, rollouts=[rollout("ex-a", reward=float(i % 2), step=0, sample_index=i, uid=f"a{i}")
+                                       for i in range(4)])
+    assert Rollout.objects.filter(run=run, advantage__isnull=False).count() == 0
+    listed = viewer.get(reverse("rollouts", args=["demo", run.public_id])).content.decode()
+    first = Rollout.objects.get(run=run, sample_index=1)
+    page = viewer.get(reverse("trajectory", args=["demo", run.public_id, first.pk])).content.decode()
+    shown = re.search(r'class="tj-adv-group"[^>]*>([^<]+)<', page)
+    assert shown is not None
+    row = re.search(rf'/rollouts/{first.pk}/".*?</tr>', listed, re.S)
+    assert row is not None and f"{shown.group(1).strip()} <span class=\"muted small\">(group)</span>" in row.group(0)

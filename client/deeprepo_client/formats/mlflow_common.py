@@ -138,9 +138,8 @@ def _chat_attrs(inputs: Any, outputs: Any, attrs: dict[str, Any]) -> dict[str, A
     return {k: v for k, v in gen.items() if v is not None}
 
 
-def span_item(span: dict[str, Any]) -> dict[str, Any]:
-    """An MLflow span (REST or Trace.to_json) as a GenAI span item for `_genai_trace`."""
-    attrs = _attributes(span.get("attributes"))
+def genai_attributes(attrs: dict[str, Any], name: str) -> dict[str, Any]:
+    """MLflow span attributes (mlflow.spanType, spanInputs, spanOutputs ...) as GenAI span attributes."""
     kind = str(attrs.get("mlflow.spanType") or "")
     inputs, outputs = json_container(attrs.get("mlflow.spanInputs")), json_container(attrs.get("mlflow.spanOutputs"))
     gen = {k: v for k, v in attrs.items() if not k.startswith("mlflow.")}
@@ -150,14 +149,24 @@ def span_item(span: dict[str, Any]) -> dict[str, Any]:
     if op == "chat":
         gen.update(_chat_attrs(inputs, outputs, attrs))
     elif op == "execute_tool":
-        gen["gen_ai.tool.name"] = attrs.get("mlflow.spanFunctionName") or span.get("name")
+        gen["gen_ai.tool.name"] = attrs.get("mlflow.spanFunctionName") or name
         gen["gen_ai.tool.call.arguments"] = inputs.get("arguments", inputs) if isinstance(inputs, dict) else inputs
         gen["gen_ai.tool.call.result"] = outputs if isinstance(outputs, str) else json.dumps(outputs, default=str)
     elif op == "invoke_agent" and isinstance(outputs, dict) and outputs.get("reward") is not None:
         gen["reward"] = outputs["reward"]
+    return gen
+
+
+def otlp_span_data(data: dict[str, Any], name: str) -> dict[str, Any]:
+    """The data of a span an MLflow client sent over OTLP (attributes already decoded), translated."""
+    return {**data, "attributes": genai_attributes(_attributes(data.get("attributes")), name)}
+
+
+def span_item(span: dict[str, Any]) -> dict[str, Any]:
+    """An MLflow span (REST or Trace.to_json) as a GenAI span item for `_genai_trace`."""
+    data: dict[str, Any] = {"attributes": genai_attributes(_attributes(span.get("attributes")), str(span.get("name") or ""))}
     status = span.get("status") or {}
     code = status.get("code") if isinstance(status, dict) else None
-    data: dict[str, Any] = {"attributes": gen}
     if code in ("STATUS_CODE_ERROR", 2):
         data["status"] = {"code": 2, "message": status.get("message") or ""}
     return {"key": _hex(span.get("span_id")), "kind": "span", "span_id": _hex(span.get("parent_span_id")),

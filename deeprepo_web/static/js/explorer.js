@@ -1,4 +1,4 @@
-// Runs explorer: run selection for Compare, keeping the sort menu in step with header clicks, and
+// Runs explorer: run selection for Compare and Overlay charts, keeping the sort menu in step with header clicks, and
 // re-reading the rows of running runs every few seconds (status, duration, reward) until none is left.
 "use strict";
 (function () {
@@ -13,6 +13,14 @@
     link.classList.toggle("disabled", !ok);
     link.setAttribute("aria-disabled", ok ? "false" : "true");
     link.href = ok ? link.getAttribute("data-compare-base") + "?runs=" + selected.map(encodeURIComponent).join(",") : "#";
+    // Two or more ticked runs: the first one's run page with the others overlaid on every chart.
+    var overlay = document.getElementById("overlay-link");
+    if (!overlay) return;
+    var two = selected.length >= 2;
+    overlay.classList.toggle("disabled", !two);
+    overlay.setAttribute("aria-disabled", two ? "false" : "true");
+    overlay.href = two ? link.getAttribute("data-project-url") + "runs/" + encodeURIComponent(selected[0]) +
+      "/?overlay=" + selected.slice(1).map(encodeURIComponent).join(",") : "#";
   }
 
   function syncTable(root) {
@@ -45,7 +53,7 @@
     updateCompare();
   });
   document.addEventListener("click", function (ev) {
-    var link = ev.target.closest && ev.target.closest("#compare-link.disabled");
+    var link = ev.target.closest && ev.target.closest("#compare-link.disabled, #overlay-link.disabled");
     if (link) ev.preventDefault();
   });
   var LIVE_MS = 5000;

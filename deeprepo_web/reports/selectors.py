@@ -1,0 +1,83 @@
+"""Reads for report pages: the project's reports, a report's blocks with their data (live for the
+draft, stored for a published version), and its versions. Bounded by MAX_BLOCKS / page sizes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils.safestring import SafeString
+
+from deeprepo_web.accounts.models import Project
+from deeprepo_web.reports.models import Block, Report, ReportVersion
+from deeprepo_web.reports.panels import KINDS, TEXT, panel_data
+from deeprepo_web.reports.panels.base import PanelKind
+from deeprepo_web.reports.services import MAX_BLOCKS
+from deeprepo_web.trajectories.richtext import markdown_html
+
+VERSIONS_SHOWN = 200
+
+
+@dataclass
+class Item:
+    """One block as a page shows it."""
+
+    uid: str
+    kind: str
+    text: str
+    params: dict[str, Any]
+    data: dict[str, Any] | None  # None for text
+    version: int = 0
+    updated_by: str = ""
+    updated_at: datetime | None = None
+
+    @property
+    def panel(self) -> PanelKind | None:
+        return KINDS.get(self.kind)
+
+    @property
+    def html(self) -> SafeString:
+        return markdown_html(self.text)
+
+    @property
+    def template(self) -> str:
+        return f"reports/panels/{self.kind}.html"
+
+
+def reports_for_project(*, project: Project) -> QuerySet[Report]:
+    return (Report.objects.filter(project=project).select_related("updated_by", "published")
+            .order_by("-updated_at")[:500])
+
+
+def draft_items(*, report: Report) -> list[Item]:
+    """The draft's blocks with live data."""
+    blocks = Block.objects.filter(report=report).select_related("updated_by").order_by("position")[:MAX_BLOCKS]
+    return [Item(b.uid, b.kind, b.text, b.params, None if b.kind == TEXT else panel_data(report.project, b.kind, b.params),
+                 b.version, b.updated_by.username if b.updated_by else "", b.updated_at) for b in blocks]
+
+
+def version_items(*, version: ReportVersion, project: Project) -> list[Item]:
+    """A version's blocks: a published one with its stored data (never recomputed), others live."""
+    out = []
+    for s in version.blocks[:MAX_BLOCKS]:
+        data = None
+        if s["kind"] != TEXT:
+            if version.frozen is not None:
+                data = version.frozen.get(s["uid"]) or {"error": "no data was stored for this panel"}
+            else:
+                data = panel_data(project, s["kind"], s["params"])
+        out.append(Item(s["uid"], s["kind"], s["text"], s["params"], data))
+    return out
+
+
+def versions_page(*, report: Report) -> QuerySet[ReportVersion]:
+    return report.versions.select_related("created_by").defer("blocks", "frozen").order_by("-number")[:VERSIONS_SHOWN]
+
+
+def project_runs_hint(*, project: Project) -> list[tuple[str, str]]:
+    """Recent runs (id, name) for the panel forms' suggestions."""
+    from deeprepo_web.runs.models import Run
+
+    return list(Run.objects.filter(project=project).order_by("-created_at").values_list("public_id", "name")[:200])
