@@ -114,3 +114,6 @@ def test_verl_validation_table_is_one_rollout_per_sample(tmp_path):
     assert [(r["step"], r["prompt"], r["final_answer"], r["reward"]) for r in rollouts] == [
         (2, "2+0?", "2", 1.0), (2, "2+1?", "4", 0.0), (4, "4+0?", "4", 1.0), (4, "4+1?", "5", 1.0)]
     assert len({r["uid"] for r in rollouts}) == 4
+    from deeprepo_client.formats.wandb_tables import rollout_columns
+
+    assert rollout_columns(columns) is not None  # the W&B server asks this before reading the rows

@@ -37,8 +37,10 @@ def _column(columns: list[str], names: tuple[str, ...]) -> int | None:
 
 
 def rollout_columns(columns: list[Any]) -> dict[str, int] | None:
-    """Which column is which, or None when the table does not look like rollouts."""
-    cols = [str(c) for c in columns]
+    """Which column is which, or None when the table does not look like rollouts (a verl validation
+    table answers for the rows it is read as)."""
+    wide = _unwide(columns, [])
+    cols = [str(c) for c in (wide[0] if wide else columns)]
     found = {role: _column(cols, names) for role, names in
              (("prompt", PROMPT), ("completion", COMPLETION), ("reward", REWARD), ("step", STEP),
               ("answer", ANSWER))}
