@@ -47,6 +47,7 @@ class RunState:
     name: str
     metrics: dict[str, int] = field(default_factory=dict)  # key -> highest step spooled
     summary: dict[str, Any] = field(default_factory=dict)  # last summary sent
+    config: dict[str, Any] = field(default_factory=dict)  # last config sent
     uids: set[str] = field(default_factory=set)
 
 
@@ -96,7 +97,7 @@ class Watcher:
         self.ledger.done = {k: list(v) for k, v in data.get("files", {}).items()}
         for ref, r in data.get("runs", {}).items():
             st = RunState(local_id=r["local_id"], name=r.get("name", ref), metrics=dict(r.get("metrics", {})),
-                          summary=dict(r.get("summary", {})))
+                          summary=dict(r.get("summary", {})), config=dict(r.get("config", {})))
             try:
                 with open(self._uids_file(st.local_id)) as fh:
                     # a torn last line (crash mid-write) was never marked sent: drop it
@@ -109,7 +110,8 @@ class Watcher:
     def _save(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         data = {"dir": str(self.dir), "runs": {ref: {"local_id": s.local_id, "name": s.name, "metrics": s.metrics,
-                                                     "summary": s.summary} for ref, s in self.runs.items()},
+                                                     "summary": s.summary, "config": s.config}
+                                               for ref, s in self.runs.items()},
                 "files": self.ledger.done}
         tmp = self._state_file().with_suffix(".tmp")
         tmp.write_text(json.dumps(data))
@@ -138,7 +140,7 @@ class Watcher:
                 if server_id:
                     create["parent_run_id"] = server_id
             self.state_dir.mkdir(parents=True, exist_ok=True)
-            st = RunState(local_id=local_id, name=str(create["name"]))
+            st = RunState(local_id=local_id, name=str(create["name"]), config=dict(create.get("config") or {}))
             self.runs[ref] = st
             self.spools[ref] = Spool.create(self.spool_root, local_id, create, server_id=self._into(record))
             self._save()
@@ -150,6 +152,10 @@ class Watcher:
             return None
         taken = any(sp.read_meta().get("server_id") == self.into_run for sp in self.spools.values())
         return None if taken else self.into_run
+
+    def _is_into(self, ref: str) -> bool:
+        """The run is --into-run's: its config is the job's, not the folder's."""
+        return bool(self.into_run) and self.spools[ref].read_meta().get("server_id") == self.into_run
 
     def _server_id(self, ref: str) -> str | None:
         """The server's id of a run, creating it now if needed: an eval run links to its train run
@@ -204,6 +210,11 @@ class Watcher:
                 if summary and summary != st.summary:
                     spool.append("update", {"summary": summary})
                     st.summary = dict(summary)
+                config = ev.run.get("config") or {}
+                if config and config != st.config and not self._is_into(ev.ref):
+                    # written after the run began (a TensorBoard writer's hyperparameter text)
+                    spool.append("update", {"config": config})
+                    st.config = dict(config)
             elif isinstance(ev, MetricsEvent):
                 result.new_points += self._metrics(ev)
             elif isinstance(ev, RolloutsEvent):

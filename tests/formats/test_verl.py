@@ -102,3 +102,18 @@ def test_framework_advantage_kept_beside_ours(verl_dir, tmp_path):
     # kept as the framework wrote it, ours beside it: the difference is visible
     assert r["advantage"] == 0.5 and r["metrics"]["advantage_framework"] == 0.5
     assert round(r["metrics"]["advantage_grpo"], 3) == -1.732 and "advantage" not in r["reward_components"]
+
+
+def test_verl_validation_table_is_one_rollout_per_sample(tmp_path):
+    """verl's ValidationGenerationsLogger table: a row a step, (input, output, score) per sample."""
+    from deeprepo_client.formats.wandb_tables import rows_rollouts
+
+    columns = ["step", "input_1", "output_1", "score_1", "input_2", "output_2", "score_2"]
+    data = [[2, "2+0?", "2", 1.0, "2+1?", "4", 0.0], [4, "4+0?", "4", 1.0, "4+1?", "5", 1.0]]
+    rollouts = rows_rollouts(columns, data, "t.table.json", "val/generations", 4, "run", tmp_path)
+    assert [(r["step"], r["prompt"], r["final_answer"], r["reward"]) for r in rollouts] == [
+        (2, "2+0?", "2", 1.0), (2, "2+1?", "4", 0.0), (4, "4+0?", "4", 1.0), (4, "4+1?", "5", 1.0)]
+    assert len({r["uid"] for r in rollouts}) == 4
+    from deeprepo_client.formats.wandb_tables import rollout_columns
+
+    assert rollout_columns(columns) is not None  # the W&B server asks this before reading the rows

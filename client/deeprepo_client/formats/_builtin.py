@@ -1,14 +1,14 @@
 """The formats deeprepo ships, registered in the order their labels are listed to people.
 
 Priorities per way of recognising (lower is tried first; gaps leave room for plugins):
-  head    10 wandb · 20 trackio · 30 rllm_gateway · 40 pickle · 50 inspect_eval
+  head    10 wandb · 15 tensorboard · 20 trackio · 30 rllm_gateway · 40 pickle · 50 inspect_eval
   keys    100 verl · 110 skyrl · 120 areal · 130 art · 140 rllm_gateway · 150 trl · 160 swe_agent_traj
           · 170 swebench_summary · 180 swebench_reports · 190 inspect_json · 200 openhands
           · 210 swe_agent_preds · 220 prime_rl (message graphs) · 230 prime_hosted · 240 verifiers
           · 250 prime_rl (metrics lines: the catch-all)
   folder  100 verl · 110 skyrl · 120 art · 130 areal · 140 rllm_gateway · 150 wandb · 160 mlflow
           · 170 trackio · 180 prime_hosted · 190 verifiers · 200 trl · 210 prime_rl · 220 swe_agent_traj
-          · 230 swebench_reports · 240 wandb_export
+          · 230 swebench_reports · 240 wandb_export · 245 tensorboard
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from . import (
     skyrl,
     swe_agent,
     swebench,
+    tensorboard,
     trackio,
     trl,
     verifiers,
@@ -146,6 +147,9 @@ BUILTIN: tuple[Format, ...] = (
         Sniff(170, folder=_trackio_folder))),
     Format("wandb_export", "a W&B cloud download (history Parquet, tables)", wandb_export.parse, (
         Sniff(240, folder=wandb_export.is_export),)),
+    Format("tensorboard", "TensorBoard event files (a logdir, a run folder or one file)", tensorboard.parse, (
+        Sniff(15, head=lambda p, h: tensorboard.is_event_file(h)),
+        Sniff(245, folder=tensorboard.is_run_dir))),
     Format("pickle", "", _frameworks.refuse_pickle, (Sniff(40, head=_frameworks.pickle_head),)),
 )
 

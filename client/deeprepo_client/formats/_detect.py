@@ -140,6 +140,8 @@ def _detect_dir(path: Path) -> Detected | None:
         parts.append(Detected("swebench_reports", str(path)))
     if len(parts) == 1:
         return parts[0]
+    if parts and all(p.format == "tensorboard" for p in parts):
+        return Detected("tensorboard", str(path))  # a logdir: one import, runs named by their folders
     if parts:
         return Detected("multi", str(path), {"parts": parts})
     return None

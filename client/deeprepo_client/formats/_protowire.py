@@ -76,3 +76,13 @@ def text(value: Any) -> str:
 def signed(value: int) -> int:
     """An int64 field stored as a varint: two's complement past 2**63."""
     return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def packed_varints(buf: bytes) -> list[int]:
+    """The values of a packed repeated varint field."""
+    out = []
+    pos = 0
+    while pos < len(buf):
+        value, pos = _varint(buf, pos)
+        out.append(value)
+    return out

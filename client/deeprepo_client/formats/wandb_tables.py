@@ -2,7 +2,8 @@
 
 A table is taken as rollouts when it has a completion-like column (completion, response, output,
 text, …) and a prompt-like or a reward-like one; OpenRLHF's `train/generated_samples`
-(`global_step`, `text`, `reward`) is one. Image cells become inline images (the server moves them
+(`global_step`, `text`, `reward`) is one; verl's validation table (`step, input_1, output_1, score_1,
+input_2, …`, a row a step) is read as a row a sample. Image cells become inline images (the server moves them
 to the blob store).
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import mimetypes
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +37,10 @@ def _column(columns: list[str], names: tuple[str, ...]) -> int | None:
 
 
 def rollout_columns(columns: list[Any]) -> dict[str, int] | None:
-    """Which column is which, or None when the table does not look like rollouts."""
-    cols = [str(c) for c in columns]
+    """Which column is which, or None when the table does not look like rollouts (a verl validation
+    table answers for the rows it is read as)."""
+    wide = _unwide(columns, [])
+    cols = [str(c) for c in (wide[0] if wide else columns)]
     found = {role: _column(cols, names) for role, names in
              (("prompt", PROMPT), ("completion", COMPLETION), ("reward", REWARD), ("step", STEP),
               ("answer", ANSWER))}
@@ -70,9 +74,31 @@ def table_rollouts(path: Path, run_dir: Path, key: str, step: int, run_id: str) 
     return rows_rollouts(columns, data, str(path), key, step, run_id, run_dir)
 
 
+_WIDE = re.compile(r"^(input|output|score)_(\d+)$")
+
+
+def _unwide(columns: list[Any], data: list[Any]) -> tuple[list[Any], list[Any]] | None:
+    """verl's validation table: one row a step, `step, input_1, output_1, score_1, input_2, …`
+    (verl/utils/tracking.py ValidationGenerationsLogger) → one row a sample: step, input, output, score."""
+    slots: dict[int, dict[str, int]] = {}
+    for i, c in enumerate(columns):
+        m = _WIDE.match(str(c))
+        if m:
+            slots.setdefault(int(m.group(2)), {})[m.group(1)] = i
+    if not slots or any(len(s) != 3 for s in slots.values()):
+        return None
+    step = _column([str(c) for c in columns], STEP)
+    rows = [[row[step] if step is not None else None, *(row[s[k]] for k in ("input", "output", "score"))]
+            for row in data if isinstance(row, list) and len(row) == len(columns) for _, s in sorted(slots.items())]
+    return ["step", "input", "output", "score"], rows
+
+
 def rows_rollouts(columns: list[Any], data: list[Any], where: str, key: str, step: int, run_id: str,
                   run_dir: Path) -> list[RolloutRecord | Problem]:
     """Rows of a table (W&B's, MLflow's or Trackio's) as rollouts, when its columns look like rollouts."""
+    wide = _unwide(columns, data)
+    if wide is not None:
+        columns, data = wide
     roles = rollout_columns(columns)
     if roles is None:
         return []

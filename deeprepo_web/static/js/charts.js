@@ -48,13 +48,16 @@
   // ---------------------------------------------------------------- families
 
   function family(key) {
+    // The HF Trainer prefixes every training key with "train/" (TensorBoard, W&B): its reward
+    // curves still lead the page.
+    if (/^train\/rewards?(\/|_|$)/.test(key)) return "reward";
     var i = key.indexOf("/");
     if (i > 0) return key.slice(0, i);
     if (/^reward/.test(key)) return "reward";
     return "charts";
   }
 
-  var FIRST = ["reward", "reward/mean", "reward_std", "reward/std"];
+  var FIRST = ["reward", "reward/mean", "reward_std", "reward/std", "train/reward", "train/reward_std"];
   function keyRank(key) {
     var i = FIRST.indexOf(key);
     return i >= 0 ? i : FIRST.length;
