@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 # Session fixtures shared by several folders must be defined once, here (a fixture imported into
-# two conftests is two fixtures, and would start two of everything).
+# two conftests is two fixtures, and would start two of everything: tests/backends and tests/jobs
+# each started a Ray head of their own, and on a loaded machine the second timed out starting).
+from tests.infra.fixtures import ray_head  # noqa: F401,E402
 from tests.jobs.worker import celery_worker  # noqa: F401,E402  (real Celery worker on Redis)
 
 REPO = Path(__file__).resolve().parent.parent

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.backends.helpers import shared_dir
-from tests.infra.fixtures import ray_head, slurm_cluster, sshd_server  # noqa: F401  (fixtures)
+from tests.infra.fixtures import slurm_cluster, sshd_server  # noqa: F401  (fixtures; ray_head is session-wide, in tests/conftest.py)
 from tests.infra.slurm import SlurmCluster
 from tests.infra.sshd import SshServer
 from workers.backends import Backend, backend_for

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.backends.helpers import PROBE, PYTHON, shared_dir
-from tests.infra.fixtures import ray_head, slurm_cluster, sshd_server  # noqa: F401  (fixtures)
+from tests.infra.fixtures import slurm_cluster, sshd_server  # noqa: F401  (fixtures; ray_head is session-wide, in tests/conftest.py)
 from tests.jobs.worker import REPO, Worker
 
 
