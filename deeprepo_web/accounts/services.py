@@ -56,4 +56,6 @@ def api_key_create(
 @transaction.atomic
 def api_key_revoke(*, key: ApiKey) -> None:
     if ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now()):
-        audit_record(project=key.project_id, action=Action.KEY_REVOKED, target=f"drk_{key.prefix} {key.name}".strip())
+        # Callers may pass a bare ApiKey(pk=…) (a job's key at its end): read what the audit row names.
+        row = ApiKey.objects.only("project_id", "prefix", "name").get(pk=key.pk)
+        audit_record(project=row.project_id, action=Action.KEY_REVOKED, target=f"drk_{row.prefix} {row.name}".strip())
