@@ -114,21 +114,11 @@ class S3Backend(Backend):
     def delete_prefix(self, prefix: str) -> int:
         if not prefix.endswith("/"):
             raise StorageError("delete_prefix needs a prefix ending with '/'")
-        count = 0
-        token: str | None = None
-        while True:
-            kwargs: dict[str, Any] = {"Prefix": prefix, "MaxKeys": 1000}
-            if token:
-                kwargs["ContinuationToken"] = token
-            page = self._call(self.client.list_objects_v2, prefix, **kwargs)
-            keys = [obj["Key"] for obj in page.get("Contents", [])]
-            if keys:
-                self._call(self.client.delete_objects, prefix,
-                           Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True})
-                count += len(keys)
-            if not page.get("IsTruncated"):
-                return count
-            token = page.get("NextContinuationToken")
+        keys = list(self.keys(prefix))  # listed first: deleting while paging would shift the pages
+        for start in range(0, len(keys), 1000):  # delete_objects takes at most 1,000 keys
+            self._call(self.client.delete_objects, prefix,
+                       Delete={"Objects": [{"Key": k} for k in keys[start:start + 1000]], "Quiet": True})
+        return len(keys)
 
     # ------------------------------------------------------------ presigned
 
