@@ -9,7 +9,7 @@ import math
 from deeprepo_web.compare.comparison import Comparison, behaviour_rows, delta_text, per_example_rewards
 
 
-def _md_cell(text: str) -> str:
+def md_cell(text: str) -> str:
     # Run names and error texts are user / model text: keep them from breaking the table or
     # turning into links or HTML where the Markdown is pasted.
     text = " ".join(str(text).split())
@@ -18,23 +18,23 @@ def _md_cell(text: str) -> str:
     return text
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(_md_cell(h) for h in header) + " |",
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(md_cell(h) for h in header) + " |",
              "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
     return lines
 
 
 def comparison_markdown(c: Comparison, *, title: str = "Comparison") -> str:
     names = [d.run.name for d in c.runs]
     base = c.base
-    out = [f"## {_md_cell(title)}", ""]
+    out = [f"## {md_cell(title)}", ""]
     rows = [[row.label] + [cell.text for cell in row.cells] for row in c.rows if row.key != "turns_sd"]
     rows += [[label] + vals for label, vals in behaviour_rows(c)]
-    out += _table(["Metric"] + names, rows)
+    out += md_table(["Metric"] + names, rows)
     out.append("")
     paired = "paired by example" if c.paired_examples >= 3 else "unpaired (too few shared examples to pair)"
-    out.append(f"### Change vs baseline: {_md_cell(base.run.name)}")
+    out.append(f"### Change vs baseline: {md_cell(base.run.name)}")
     out.append("")
     out.append(f"95% bootstrap confidence intervals, {paired}.")
     out.append("")
@@ -44,7 +44,7 @@ def comparison_markdown(c: Comparison, *, title: str = "Comparison") -> str:
         if not any(row.deltas):
             continue
         drows.append([row.label] + [delta_text(row.deltas[i], row) or "—" for i in others])
-    out += _table(["Metric"] + [names[i] for i in others], drows)
+    out += md_table(["Metric"] + [names[i] for i in others], drows)
     if c.effects:
         out += ["", "### Effects", ""]
         erows = []
@@ -57,11 +57,11 @@ def comparison_markdown(c: Comparison, *, title: str = "Comparison") -> str:
                 rel_ci = "" if math.isnan(d.rel_lo) else f"; {100 * d.rel_lo:+.1f}% to {100 * d.rel_hi:+.1f}%"
                 ci = f"{d.lo:+.3f} to {d.hi:+.3f}{rel_ci}"
             erows.append([label, f"{names[effect.a]} → {names[effect.b]}", f"{d.estimate:+.3f}", rel, ci])
-        out += _table(["Delta", "From → To", "Absolute Improvement", "Relative Improvement", "95% CI"], erows)
+        out += md_table(["Delta", "From → To", "Absolute Improvement", "Relative Improvement", "95% CI"], erows)
     keys, cells = per_example_rewards(c)
     if keys and len(keys) <= 20:
         out += ["", "### Rewards per example", ""]
-        out += _table(["Example"] + names, [[f"#{i + 1}"] + line for i, line in enumerate(cells)])
+        out += md_table(["Example"] + names, [[f"#{i + 1}"] + line for i, line in enumerate(cells)])
     out.append("")
     return "\n".join(out)
 

@@ -128,12 +128,12 @@ def number(value: Any, name: str, default: float, lo: float, hi: float) -> float
 
 
 def md_cell(text: Any) -> str:
-    from deeprepo_web.compare.exports import _md_cell
+    from deeprepo_web.compare.exports import md_cell as cell
 
-    return _md_cell(str(text))
+    return cell(str(text))
 
 
 def md_table(header: list[str], rows: list[list[str]]) -> str:
-    from deeprepo_web.compare.exports import _table
+    from deeprepo_web.compare.exports import md_table as table
 
-    return "\n".join(_table(header, rows))
+    return "\n".join(table(header, rows))
