@@ -8,8 +8,6 @@ key with a 4xx, which would stop the SDK streaming for the rest of the run.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import logging
 from typing import Any
@@ -34,14 +32,10 @@ WRITER_HEADER = "X-WANDB-ASYNC-CLIENT-ID"
 
 
 def _key(request: HttpRequest) -> ApiKey | None:
-    scheme, _, encoded = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "basic":
+    header = request.headers.get("Authorization", "")
+    if not header.lower().startswith("basic "):  # the SDK sends Basic `api:<key>`, nothing else
         return None
-    try:
-        _user, _, secret = base64.b64decode(encoded.strip()).decode().partition(":")
-    except (binascii.Error, UnicodeDecodeError):
-        return None
-    key = access.api_key_from_secret(secret.strip())
+    key = access.api_key_from_authorization(header)
     return key if key is not None and access.key_allows(key, "ingest") else None
 
 
