@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,35 @@ from tests.infra.fixtures import ray_head  # noqa: F401,E402
 from tests.jobs.worker import celery_worker  # noqa: F401,E402  (real Celery worker on Redis)
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def _flush_retrying_deadlocks() -> None:
+    """Retry the flush that ends a transactional test when Postgres picks it as a deadlock victim.
+
+    The session's Celery worker runs its beat tasks (job sync, retention, OTLP finish) against the
+    test database all the time. TRUNCATE takes its exclusive locks table by table, and a beat query
+    that joins two of those tables can hold one and wait for the other: Postgres then aborts one of
+    the two. A rolled-back TRUNCATE changed nothing, so taking it again is safe.
+    """
+    from django.db import OperationalError
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    original = DatabaseOperations.execute_sql_flush
+
+    def execute_sql_flush(self: Any, sql_list: Any) -> None:
+        for attempt in range(6):
+            try:
+                original(self, sql_list)
+                return
+            except OperationalError as exc:
+                if "deadlock detected" not in str(exc) or attempt == 5:
+                    raise
+                time.sleep(0.05 * 2 ** attempt)  # let the other transaction finish first
+
+    DatabaseOperations.execute_sql_flush = execute_sql_flush  # type: ignore[method-assign]
+
+
+_flush_retrying_deadlocks()
 
 
 def samples_dir() -> Path | None:
