@@ -75,3 +75,25 @@ def secret_key_from_file(path: Path) -> str:
     with os.fdopen(fd, "w") as fh:
         fh.write(key)
     return key
+
+
+ROLES = ("viewer", "editor", "admin")
+
+
+def env_role_map(name: str) -> dict[str, list[tuple[str, str]]]:
+    """`group=project:role,group2=project:role` -> {group: [(project slug, role), …]}.
+
+    A claim value may name several projects (repeat it); the roles are the project roles.
+    """
+    value = os.environ.get(name, "").strip()
+    mapping: dict[str, list[tuple[str, str]]] = {}
+    for entry in (item.strip() for item in value.split(",")):
+        if not entry:
+            continue
+        claim_value, sep, grant = entry.rpartition("=")
+        slug, colon, role = grant.partition(":")
+        if not sep or not colon or not claim_value.strip() or not slug.strip() or role.strip() not in ROLES:
+            raise ImproperlyConfigured(
+                f"{name}: {entry!r} is not <claim value>=<project slug>:<{'|'.join(ROLES)}>")
+        mapping.setdefault(claim_value.strip(), []).append((slug.strip(), role.strip()))
+    return mapping

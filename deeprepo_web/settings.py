@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deeprepo_web.env import database_from_url, env_bool, env_int, env_list, env_str, secret_key_from_file
+from django.core.exceptions import ImproperlyConfigured
+
+from deeprepo_web.env import (
+    database_from_url,
+    env_bool,
+    env_int,
+    env_list,
+    env_role_map,
+    env_str,
+    secret_key_from_file,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DEEPREPO_DATA_DIR", str(BASE_DIR / ".data"))).resolve()
@@ -45,6 +55,7 @@ INSTALLED_APPS = [
     "deeprepo_web.ops",
     "deeprepo_web.retention",
     "deeprepo_web.reports",
+    "deeprepo_web.sso",
 ]
 
 MIDDLEWARE = [
@@ -102,6 +113,34 @@ CACHES = {
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# Single sign-on with OpenID Connect (authorization code + PKCE, mozilla-django-oidc; deeprepo_web/sso):
+# on when DEEPREPO_OIDC_ISSUER is set. The provider's endpoints come from its discovery document.
+# Local accounts keep working beside it.
+DEEPREPO_OIDC_ISSUER = env_str("DEEPREPO_OIDC_ISSUER", "").rstrip("/")
+DEEPREPO_OIDC_PROVIDER_NAME = env_str("DEEPREPO_OIDC_PROVIDER_NAME", "single sign-on")
+OIDC_RP_CLIENT_ID = env_str("DEEPREPO_OIDC_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = env_str("DEEPREPO_OIDC_CLIENT_SECRET", "")
+if DEEPREPO_OIDC_ISSUER and not OIDC_RP_CLIENT_ID:
+    raise ImproperlyConfigured("DEEPREPO_OIDC_ISSUER is set: DEEPREPO_OIDC_CLIENT_ID is required too")
+OIDC_RP_SIGN_ALGO = env_str("DEEPREPO_OIDC_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("DEEPREPO_OIDC_SCOPES", "openid email profile")
+OIDC_USE_PKCE = True
+OIDC_STORE_ID_TOKEN = True  # sent back as id_token_hint when logging out at the provider
+OIDC_TIMEOUT = 10
+OIDC_CREATE_USER = env_bool("DEEPREPO_OIDC_CREATE_USERS", True)
+OIDC_OP_LOGOUT_URL_METHOD = "deeprepo_web.sso.views.provider_logout_url"
+LOGIN_REDIRECT_URL_FAILURE = "/login/?sso=failed"
+# The claim whose values map to project roles (a list or one string; dots walk into objects, e.g.
+# "realm_access.roles"), and the map: "<value>=<project slug>:<viewer|editor|admin>,…". For the
+# projects the map names, the provider decides an SSO user's role at each login (and removes it
+# when no value grants one); other projects' members are managed on the settings page.
+DEEPREPO_OIDC_ROLES_CLAIM = env_str("DEEPREPO_OIDC_ROLES_CLAIM", "groups")
+DEEPREPO_OIDC_ROLE_MAP = env_role_map("DEEPREPO_OIDC_ROLE_MAP")
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "deeprepo_web.sso.backend.SsoBackend",
+]
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
@@ -122,6 +161,10 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+# Behind a proxy that terminates TLS: trust its X-Forwarded-Proto, so absolute URLs built from the
+# request (the SSO redirect and post-logout URIs) say https. Only when the proxy sets that header.
+if env_bool("DEEPREPO_TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # API bodies: a batch may hold multi-MB tool outputs, but a 50 MB body is refused with 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DEEPREPO_MAX_BODY_BYTES", 32 * 1024 * 1024)

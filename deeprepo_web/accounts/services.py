@@ -20,16 +20,16 @@ def project_create(*, slug: str, name: str = "", owner: User | None = None) -> P
 
 
 @transaction.atomic
-def membership_set(*, project: Project, user: User, role: str) -> Membership:
+def membership_set(*, project: Project, user: User, role: str, actor: str | None = None) -> Membership:
     membership, _ = Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
-    audit_record(project=project, action=Action.MEMBER_SET, target=user.username, role=role)
+    audit_record(project=project, action=Action.MEMBER_SET, target=user.username, actor=actor, role=role)
     return membership
 
 
 @transaction.atomic
-def membership_remove(*, membership: Membership) -> None:
+def membership_remove(*, membership: Membership, actor: str | None = None) -> None:
     audit_record(project=membership.project_id, action=Action.MEMBER_REMOVED, target=membership.user.username,
-                 role=membership.role)
+                 actor=actor, role=membership.role)
     membership.delete()
 
 

@@ -17,6 +17,7 @@ class Action(models.TextChoices):
     RUN_DELETED = "run.deleted", "run deleted"
     JUDGE_ENDPOINT_SAVED = "judge.endpoint", "judge endpoint changed"
     CLUSTER_SAVED = "cluster.saved", "cluster added or changed"
+    SSO_LOGIN = "sso.login", "signed in with single sign-on"
 
 
 class AuditEvent(models.Model):

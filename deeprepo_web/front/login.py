@@ -22,6 +22,14 @@ def _bucket(request: HttpRequest) -> str:
 class RateLimitedLoginView(auth_views.LoginView):
     template_name = "front/login.html"
 
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        if settings.DEEPREPO_OIDC_ISSUER:  # "Sign in with <provider>" beside the password form
+            context["sso"] = settings.DEEPREPO_OIDC_PROVIDER_NAME
+            context["sso_failed"] = self.request.GET.get("sso") == "failed"
+            context["sso_unavailable"] = self.request.GET.get("sso") == "unavailable"
+        return context
+
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         key = _bucket(request)
         if cache.get(key, 0) >= settings.LOGIN_MAX_FAILURES:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -10,6 +12,16 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 )
+
+
+@lru_cache(maxsize=4)
+def csp_for(issuer: str) -> str:
+    """With single sign-on, the logout form's redirect goes on to the provider: browsers check a form's
+    redirects against form-action too."""
+    if not issuer:
+        return CSP
+    parts = urlsplit(issuer)
+    return f"{CSP} {parts.scheme}://{parts.netloc}"
 
 
 class ContentSecurityPolicyMiddleware:
@@ -31,5 +43,5 @@ class ContentSecurityPolicyMiddleware:
                     status=413,
                 )
         response = self.get_response(request)
-        response.setdefault("Content-Security-Policy", CSP)
+        response.setdefault("Content-Security-Policy", csp_for(settings.DEEPREPO_OIDC_ISSUER))
         return response

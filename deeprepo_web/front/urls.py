@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from mozilla_django_oidc.views import OIDCLogoutView
 
 from deeprepo_web.front import views
 from deeprepo_web.front.login import RateLimitedLoginView
 
 urlpatterns = [
     path("login/", RateLimitedLoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # POST only: ends the session, and an SSO session's at the provider too (sso/views.provider_logout_url).
+    path("logout/", OIDCLogoutView.as_view(), name="logout"),
+    path("", include("deeprepo_web.sso.urls")),
     path("", views.home, name="home"),
     path("", include("deeprepo_web.explorer.urls")),
     path("", include("deeprepo_web.accounts.urls")),

@@ -30,7 +30,8 @@ from tests.factories import rollout
 
 # Reachable without project membership on purpose.
 PUBLIC = {"login", "logout", "home", "api-1:openapi-json", "api-1:openapi-view",
-          "mlflow_version"}  # GET /version: the MLflow server version MLflow clients ask before tracing
+          "mlflow_version",  # GET /version: the MLflow server version MLflow clients ask before tracing
+          "oidc_authentication_init", "oidc_authentication_callback"}  # single sign-on (tests/sso)
 # /storage/ URLs are capabilities: a signed, expiring token is the permission (tests/artifacts).
 PUBLIC_PREFIXES = ("/s/", "/static/", "/api/docs", "/api/openapi", "/storage/")
 
