@@ -19,8 +19,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def data_dir() -> Path:
-    """DEEPREPO_DATA_DIR, or .data beside manage.py (settings.py reads the same)."""
-    return Path(os.environ.get("DEEPREPO_DATA_DIR") or ROOT / ".data").resolve()
+    """DEEPREPO_DATA_DIR, or .data beside manage.py in a checkout, or the user's data folder when
+    installed from a wheel (`deeprepo-web server`; ROOT is then site-packages). settings.py reads this."""
+    if os.environ.get("DEEPREPO_DATA_DIR"):
+        return Path(os.environ["DEEPREPO_DATA_DIR"]).resolve()
+    if (ROOT / "manage.py").exists():
+        return (ROOT / ".data").resolve()
+    share = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return (Path(share) / "deeprepo-web").resolve()
 
 
 def say(message: str) -> None:

@@ -1,4 +1,4 @@
-"""`make run`: everything on one machine, stopped together on Ctrl-C.
+"""`make run` and `deeprepo-web server`: everything on one machine, stopped together on Ctrl-C.
 
 An embedded Postgres (pgserver, data under .data/pg) when DATABASE_URL is unset; migrations; a demo
 login, project and API key; a Celery worker and beat (filesystem broker unless CELERY_BROKER_URL is
@@ -66,7 +66,8 @@ def main() -> int:
     py = sys.executable
     # Local jobs (the demo among them) run `python`: make it this interpreter, with its packages.
     os.environ["PATH"] = f"{Path(py).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    manage = [py, str(ROOT / "manage.py")]
+    # Not ROOT/manage.py: installed from a wheel there is none (ROOT is then site-packages).
+    manage = [py, "-m", "deeprepo_web.cli", "manage"]
     subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], check=True, cwd=ROOT)
     boot = subprocess.run(
         [*manage, "bootstrap_demo", "--url", site], check=True, cwd=ROOT, capture_output=True, text=True

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from deeprepo_web.embedded_db import data_dir
 from deeprepo_web.env import (
     database_from_url,
     env_bool,
@@ -17,7 +18,7 @@ from deeprepo_web.env import (
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(env_str("DEEPREPO_DATA_DIR", str(BASE_DIR / ".data"))).resolve()
+DATA_DIR = data_dir()
 
 DEBUG = env_bool("DEBUG", False)
 # Without SECRET_KEY, one is generated once and kept in the data directory (a single-machine install).
@@ -79,7 +80,8 @@ WSGI_APPLICATION = "deeprepo_web.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # The checkout's templates/, or the copy a wheel carries inside the package (pyproject.toml).
+        "DIRS": [BASE_DIR / "templates", BASE_DIR / "deeprepo_web" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
