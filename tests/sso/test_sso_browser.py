@@ -26,7 +26,7 @@ def test_sign_in_maps_the_group_to_a_role_and_logout_ends_both_sessions(
     page.goto(f"{live_server.url}/login/")
     assert page.locator("a.sso").inner_text() == "Sign in with Lab IdP"
     assert page.locator("input[name=password]").count() == 1  # local accounts keep their form
-    page.screenshot(path=f"{screenshot_dir}/login.png", full_page=True)
+    page.screenshot(path=f"{screenshot_dir}/sso-login.png", full_page=True)
 
     _sign_in_at_provider(page, "ada", sso_on.issuer)
     page.wait_for_url(f"{live_server.url}/")
@@ -44,7 +44,7 @@ def test_sign_in_maps_the_group_to_a_role_and_logout_ends_both_sessions(
     assert "member added or role changed" in rows.nth(1).inner_text()
     assert "sso (Lab IdP)" in rows.nth(1).inner_text()
     assert page.watched.errors == []
-    page.screenshot(path=f"{screenshot_dir}/audit.png", full_page=True)
+    page.screenshot(path=f"{screenshot_dir}/sso-audit.png", full_page=True)
     assert AuditEvent.objects.filter(project=team.project, action="sso.login", actor="ada").count() == 1
 
     # Logout: our session ends, the browser goes to the provider's end_session_endpoint, which asks.
