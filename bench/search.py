@@ -46,6 +46,12 @@ def _db_url() -> str:
     return f"{head}/{DB}"
 
 
+def _database_arg(name: str) -> None:
+    # Several engineers share one Postgres: each bench run can name its own scratch database.
+    global DB
+    DB = name
+
+
 def _seeded(url: str, rollouts: int) -> bool:
     try:
         with psycopg.connect(url) as conn:
@@ -179,7 +185,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--reuse", action="store_true", help="keep the scratch database if seeded at this size")
     parser.add_argument("--ingest-rollouts", type=int, default=4000, help="0: skip the ingest comparison")
+    parser.add_argument("--database", default=DB, help="the scratch database's name (dropped and made again)")
     args = parser.parse_args()
+    _database_arg(args.database)
     url = _db_url()
     if not (args.reuse and _seeded(url, args.rollouts)):
         url = seed(args.rollouts)

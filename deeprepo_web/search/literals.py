@@ -1,9 +1,9 @@
-"""How long a run of letters and digits every match of a search must contain.
+"""How much of a search's text every match must contain, as the trigram index can use it.
 
-The trigram index (pg_trgm) narrows a substring or regex search only through such runs: pg_trgm
-keeps letters and digits and splits on everything else. A pattern with no run of 3 (".*", "a.b",
-"[0-9]+") gives it nothing, and Postgres reads every text of the project instead. spec_parse refuses
-those unless a run or a step window bounds the work.
+pg_trgm keeps letters and digits, splits on everything else, and pads a word whose edge it knows:
+"abc" inside a literal gives it a trigram, so does "py" in "db.py:" (" py", "py "), but ".*", "a.b"
+or "[0-9]+" give it nothing and Postgres reads every text of the project instead. spec_parse
+refuses those unless a run or a step window bounds the work. A score of NEEDED (3) or more: usable.
 
 This reads a Postgres regular expression (ARE) the cheap, conservative way: anything it does not
 understand ends a run, so it may call a pattern unindexable that pg_trgm could use, never the reverse.
@@ -20,16 +20,24 @@ _BOUND = re.compile(r"\{(\d+)(,\d*)?\}\??")
 
 
 def substring_literal(text: str) -> int:
-    """The longest run of letters or digits in a plain substring."""
-    best = run = 0
-    for ch in text:
-        run = run + 1 if ch.isalnum() else 0
-        best = max(best, run)
+    """The score of a literal text: its longest run of letters or digits, or NEEDED for a run of two
+    with another character of the literal beside it (pg_trgm then knows that word edge)."""
+    best = i = 0
+    while i < len(text):
+        if not text[i].isalnum():
+            i += 1
+            continue
+        start = i
+        while i < len(text) and text[i].isalnum():
+            i += 1
+        length = i - start
+        edge = start > 0 or i < len(text)
+        best = max(best, NEEDED if length == 2 and edge else length)
     return best
 
 
 def regex_literal(pattern: str) -> int:
-    """The longest run of letters or digits that every match of `pattern` holds (0 when none is sure)."""
+    """The score (substring_literal) of the best literal every match of `pattern` holds (0: none sure)."""
     if pattern.startswith("***="):
         return substring_literal(pattern[4:])
     if pattern.startswith("***:"):
@@ -73,7 +81,14 @@ class _Reader:
 
     def sequence(self) -> int:
         p = self.p
-        best = run = 0
+        best = 0
+        run: list[str] = []  # the literal characters read since the last thing that was not one
+
+        def cut() -> None:
+            nonlocal best
+            best = max(best, substring_literal("".join(run)))
+            run.clear()
+
         while self.i < len(p) and p[self.i] not in "|)":
             ch = p[self.i]
             if ch == "(":
@@ -86,26 +101,33 @@ class _Reader:
                 inner = self.alternatives()
                 self.i += 1  # the ")"
                 least = self._quantifier()
-                best = max(best, run, 0 if look or least == 0 else inner)
-                run = 0
+                cut()
+                best = max(best, 0 if look or least == 0 else inner)
                 continue
             self.i += 1
+            literal = ch
             if ch == "[":
                 self._skip_bracket()
+                literal = ""
             elif ch == "\\":
-                self.i += 1  # an escape is a class, a constraint or punctuation: never a letter run here
-            elif ch.isalnum():
-                least = self._quantifier()
-                if least is None:
-                    run += 1
-                    continue
-                best = max(best, run + (1 if least >= 1 else 0))
-                run = 0
+                nxt = p[self.i:self.i + 1]
+                self.i += 1
+                literal = nxt if nxt and not nxt.isalnum() else ""  # \. is a dot; \d, \y, \m... are not text
+            elif ch in ".^$*+?{":
+                literal = ""
+            if not literal:
+                self._quantifier()
+                cut()
                 continue
-            self._quantifier()  # on anything else: it ends the run, repeated or not
-            best = max(best, run)
-            run = 0
-        return max(best, run)
+            least = self._quantifier()
+            if least is None:
+                run.append(literal)
+            else:  # "ab?c": the b may be missing, "ab+c": it is there once at least, the c maybe after more
+                if least >= 1:
+                    run.append(literal)
+                cut()
+        cut()
+        return best
 
     def _skip_bracket(self) -> None:
         p = self.p

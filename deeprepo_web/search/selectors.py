@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString
 
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.labels.models import Label
+from deeprepo_web.ops.pg import streaming_cursor
 from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
 from deeprepo_web.search import sql as S
 from deeprepo_web.search.snippets import find, pattern_for, snippet_html, snippet_text
@@ -250,7 +251,7 @@ def search_rollout_ids(*, scope: Scope, spec: SearchSpec, limit: int | None = No
     sql, params = _matches_sql(scope, spec)
     if limit is not None:
         sql, params = f"{sql} LIMIT %s", [*params, limit]
-    with transaction.atomic(), connection.chunked_cursor() as cur:
+    with transaction.atomic(), streaming_cursor() as cur:
         cur.execute(f"SELECT x.id FROM ({sql}) x(id, hits, firsts)", params)
         while rows := cur.fetchmany(2000):
             yield from (row[0] for row in rows)

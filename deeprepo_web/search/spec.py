@@ -88,7 +88,8 @@ def spec_parse(params: Any) -> SearchSpec:
     if q and mode != "words" and not bounded and literal_run(q, mode) < NEEDED:
         # Nothing for the trigram index to use: the search would read every text of the project.
         what = "regular expression" if mode == "regex" else "substring"
-        errors.append(f"q: this {what} holds no run of {NEEDED} letters or digits that every match must contain, "
+        errors.append(f"q: this {what} holds no run of {NEEDED} letters or digits (or a 2-letter word with a "
+                      "visible edge, like 'py' in 'db.py') that every match must contain, "
                       "so no index can narrow it and it would read every text of the project; add such a "
                       "word (e.g. 'timeout.*retry' rather than 't.*r'), or pick a run or a step range "
                       "(from and to) to search in")

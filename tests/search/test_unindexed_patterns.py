@@ -21,6 +21,8 @@ from deeprepo_web.search.spec import spec_parse
         ("(?=abcd)x", 1), ("(?x)hello world", 0), ("abc", 3), ("abcd?", 3), ("ab+c", 2), ("foo|bar", 3),
         ("(foo)+", 3), ("(?:error).*timeout", 7), (r"bad id \d{5}", 3), ("job-[0-9]+/auth_h", 4),
         ("[]abc]def", 3), ("[[:alpha:]]xyz", 3), ("***=a.b.c", 1), ("(?i)Traceback", 9),
+        # A two-letter word whose edge the literal shows gives pg_trgm " py" / "py ": enough.
+        (r"db\.py:42", 3), (r"auth\.py:[0-9]+", 4), ("a.b", 1),
     ],
 )
 def test_the_letter_run_every_match_holds(pattern, run):
@@ -30,6 +32,9 @@ def test_the_letter_run_every_match_holds(pattern, run):
 def test_substring_run_counts_letters_and_digits_only():
     assert substring_literal("job-4812/auth") == 4
     assert substring_literal("a.b.c.d") == 1
+    assert substring_literal("db.py:42") == 3  # "db" and "py" with known edges
+    assert substring_literal("ab") == 2
+    assert spec_parse({"q": "db.py:42", "mode": "substring"}).q == "db.py:42"
 
 
 def test_unindexable_regex_is_refused_with_a_clear_message_and_no_text_query(team, corpus):
@@ -65,7 +70,7 @@ def test_one_sided_step_range_is_not_a_bound(team, corpus):
 
 
 def test_scoped_unindexable_regex_walks_the_run_and_finds(team, corpus):
-    spec = spec_parse({"q": r"bad id \d+|g.ve up", "mode": "regex", "run": corpus.run.public_id})
+    spec = spec_parse({"q": r"b.d.i\w \d+|g.v. u", "mode": "regex", "run": corpus.run.public_id})
     assert not spec.errors and not spec.indexed
     scope = search_scope(project=team.project, spec=spec)
     results, _ = search_page(scope=scope, spec=spec)
@@ -75,7 +80,8 @@ def test_scoped_unindexable_regex_walks_the_run_and_finds(team, corpus):
 
 
 def test_scoped_by_steps_finds_in_every_run(team, corpus):
-    found = spec_parse({"q": "g.ve up", "mode": "regex", "step_min": "0", "step_max": "9"})
+    found = spec_parse({"q": "g.v. u", "mode": "regex", "step_min": "0", "step_max": "9"})
+    assert not found.errors and not found.indexed
     scope = search_scope(project=team.project, spec=found)
     results, _ = search_page(scope=scope, spec=found)
     assert {r.rollout.pk for r in results} == {corpus.ids["giveup"], corpus.ids["second-giveup"]}
