@@ -142,14 +142,15 @@ def ingest_cost(rollouts: int) -> dict[str, float]:
 
     from django.db import connection
 
-    from bench.ingest import make_rollout
+    from bench.ingest import rollout_records
     from deeprepo_web.accounts.models import Project
     from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
     from deeprepo_web.runs.services import run_create
     from deeprepo_web.search.indexer import search_index_update
 
     project = Project.objects.get(slug="scale")
-    batches = [[make_rollout(i) for i in range(s, s + 50)] for s in range(0, rollouts, 50)]
+    records = rollout_records(rollouts)
+    batches = [records[s:s + 50] for s in range(0, rollouts, 50)]
     rates: dict[str, list[float]] = {"alone": [], "indexing": []}
     for rnd in range(2):
         for mode in ("alone", "indexing") if rnd == 0 else ("indexing", "alone"):
