@@ -46,6 +46,12 @@ def _db_url() -> str:
     return f"{head}/{DB}"
 
 
+def _database_arg(name: str) -> None:
+    # Several engineers share one Postgres: each bench run can name its own scratch database.
+    global DB
+    DB = name
+
+
 def _seeded(url: str, rollouts: int) -> bool:
     try:
         with psycopg.connect(url) as conn:
@@ -136,14 +142,15 @@ def ingest_cost(rollouts: int) -> dict[str, float]:
 
     from django.db import connection
 
-    from bench.ingest import make_rollout
+    from bench.ingest import rollout_records
     from deeprepo_web.accounts.models import Project
     from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
     from deeprepo_web.runs.services import run_create
     from deeprepo_web.search.indexer import search_index_update
 
     project = Project.objects.get(slug="scale")
-    batches = [[make_rollout(i) for i in range(s, s + 50)] for s in range(0, rollouts, 50)]
+    records = rollout_records(rollouts)
+    batches = [records[s:s + 50] for s in range(0, rollouts, 50)]
     rates: dict[str, list[float]] = {"alone": [], "indexing": []}
     for rnd in range(2):
         for mode in ("alone", "indexing") if rnd == 0 else ("indexing", "alone"):
@@ -179,7 +186,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--reuse", action="store_true", help="keep the scratch database if seeded at this size")
     parser.add_argument("--ingest-rollouts", type=int, default=4000, help="0: skip the ingest comparison")
+    parser.add_argument("--database", default=DB, help="the scratch database's name (dropped and made again)")
     args = parser.parse_args()
+    _database_arg(args.database)
     url = _db_url()
     if not (args.reuse and _seeded(url, args.rollouts)):
         url = seed(args.rollouts)

@@ -97,6 +97,30 @@ DATABASES = {"default": database_from_url(env_str("DATABASE_URL"))}
 DATABASES["default"]["TEST"] = {"NAME": env_str("DEEPREPO_TEST_DB", "test_deeprepo")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# PgBouncer in transaction mode in front of DATABASE_URL: a session's server connection changes between
+# transactions, so no cursor may outlive one (exports make theirs inside their transaction, ops/pg.py)
+# and no statement is prepared (PgBouncer < 1.21 cannot route them).
+if env_bool("DEEPREPO_PGBOUNCER", False):
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    DATABASES["default"]["OPTIONS"] = {"prepare_threshold": None}
+
+# A streaming read replica for page reads (deeprepo_web/replica). Unset: everything on "default".
+DEEPREPO_REPLICA_MAX_LAG_SECONDS = env_int("DEEPREPO_REPLICA_MAX_LAG_SECONDS", 5)
+DEEPREPO_REPLICA_CHECK_SECONDS = env_int("DEEPREPO_REPLICA_CHECK_SECONDS", 2)
+DEEPREPO_READ_YOUR_WRITES_SECONDS = env_int("DEEPREPO_READ_YOUR_WRITES_SECONDS", 15)
+_replica_url = env_str("DEEPREPO_REPLICA_URL", "")
+if _replica_url:
+    if DEEPREPO_READ_YOUR_WRITES_SECONDS < DEEPREPO_REPLICA_MAX_LAG_SECONDS + DEEPREPO_REPLICA_CHECK_SECONDS:
+        # Else a user could read the replica before it holds their own write.
+        raise ImproperlyConfigured("DEEPREPO_READ_YOUR_WRITES_SECONDS must be at least "
+                                   "DEEPREPO_REPLICA_MAX_LAG_SECONDS + DEEPREPO_REPLICA_CHECK_SECONDS")
+    DATABASES["replica"] = database_from_url(_replica_url)
+    DATABASES["replica"]["OPTIONS"] = {"connect_timeout": 2}
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+    DATABASE_ROUTERS = ["deeprepo_web.replica.router.ReplicaRouter"]
+    MIDDLEWARE.insert(MIDDLEWARE.index("django.contrib.sessions.middleware.SessionMiddleware"),
+                      "deeprepo_web.replica.middleware.ReplicaReadsMiddleware")
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
 ]

@@ -31,7 +31,7 @@ def search(request: HttpRequest, slug: str, page: int = 1, per_page: int = 50) -
     access.project_for_principal(request.auth, project)  # type: ignore[attr-defined]
     spec = spec_parse(request.GET)
     if not spec.narrowed:
-        raise HttpError(400, "q: give a search text (or a label / filter to list)")
+        raise HttpError(400, "; ".join(spec.errors) or "q: give a search text (or a label / filter to list)")
     scope = search_scope(project=project, spec=spec)
     try:
         results, has_next = search_page(scope=scope, spec=spec, page=max(1, min(page, MAX_PAGE)),

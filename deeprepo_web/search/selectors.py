@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString
 
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.labels.models import Label
+from deeprepo_web.ops.pg import streaming_cursor
 from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
 from deeprepo_web.search import sql as S
 from deeprepo_web.search.snippets import find, pattern_for, snippet_html, snippet_text
@@ -115,6 +116,8 @@ def _walk(spec: SearchSpec) -> bool:
     COUNT_MS (counting two common words at 1M rollouts took 0.4 s, longer than the walk itself)."""
     if not spec.q:
         return False
+    if not spec.indexed:  # no index narrows it (spec_parse allowed it in a bounded scope): walk that scope
+        return True
     sql, params = S.hits_capped(spec, WALK_AFTER_HITS)
     try:
         return bool(_run(sql, params, COUNT_MS)[0][0] >= WALK_AFTER_HITS)
@@ -226,7 +229,7 @@ def search_counts(*, scope: Scope, spec: SearchSpec) -> dict[int, dict[int | Non
     """run id -> step -> (matching rollouts, rollouts): how often the pattern occurs over training."""
     if scope.empty or not spec.narrowed:
         return {}
-    sql, params = _matches_sql(scope, spec, ordered=False)
+    sql, params = _matches_sql(scope, spec, ordered=False, walk=not spec.indexed)
     matched = _run(f"SELECT r.run_id, r.step, count(*) FROM ({sql}) x(id, hits, firsts) "
                    "JOIN runs_rollout r ON r.id = x.id GROUP BY 1, 2", params, COUNTS_TIMEOUT_MS)
     base = SearchSpec(run=spec.run)
@@ -248,7 +251,7 @@ def search_rollout_ids(*, scope: Scope, spec: SearchSpec, limit: int | None = No
     sql, params = _matches_sql(scope, spec)
     if limit is not None:
         sql, params = f"{sql} LIMIT %s", [*params, limit]
-    with transaction.atomic(), connection.chunked_cursor() as cur:
+    with transaction.atomic(), streaming_cursor() as cur:
         cur.execute(f"SELECT x.id FROM ({sql}) x(id, hits, firsts)", params)
         while rows := cur.fetchmany(2000):
             yield from (row[0] for row in rows)

@@ -35,7 +35,8 @@ def test_jsonl_rows_are_chat_messages_with_tools(client, team, corpus):
 
 def test_reasoning_and_prompt_travel(client, team, corpus):
     client.force_login(team.viewer)
-    rows = [json.loads(x) for x in _export(client, "jsonl", q="...", mode="regex").decode().splitlines()]
+    rows = [json.loads(x) for x in _export(client, "jsonl", q="...", mode="regex", step_min="0",
+                                                             step_max="100").decode().splitlines()]
     by_id = {r["rollout_id"]: r for r in rows}
     assert len(rows) == 7
     hack = by_id[corpus.ids["hack"]]

@@ -1,0 +1,33 @@
+"""The database router installed with a replica: reads go to it only inside a page request that
+middleware.py marked, that has not written yet, and while the replica is alive and close behind."""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Any
+
+from django.db import connections
+
+from deeprepo_web.replica.health import REPLICA, replica_state
+
+# True inside a GET/HEAD page request whose user has not written in the last few seconds.
+may_read_replica: ContextVar[bool] = ContextVar("may_read_replica", default=False)
+
+
+class ReplicaRouter:
+    def db_for_read(self, model: type, **hints: Any) -> str:
+        # Always a name: returning None would let Django follow an instance that came from the replica.
+        # Inside a transaction on the primary, reads belong to it (they may be followed by its writes).
+        if may_read_replica.get() and not connections["default"].in_atomic_block and replica_state().serves_reads:
+            return REPLICA
+        return "default"
+
+    def db_for_write(self, model: type, **hints: Any) -> str:
+        may_read_replica.set(False)  # the rest of this request reads what it just wrote
+        return "default"
+
+    def allow_relation(self, obj1: Any, obj2: Any, **hints: Any) -> bool:
+        return {obj1._state.db, obj2._state.db} <= {"default", REPLICA, None}
+
+    def allow_migrate(self, db: str, app_label: str, **hints: Any) -> bool:
+        return db == "default"
