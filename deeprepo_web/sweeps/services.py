@@ -26,7 +26,14 @@ from deeprepo_web.runs.models import Metric, MetricSeries, Run
 from deeprepo_web.sweeps import study as studies
 from deeprepo_web.sweeps.errors import SweepInputError
 from deeprepo_web.sweeps.models import (
-    OPEN_TRIAL_STATUSES, Direction, Method, Pruner, Sweep, SweepStatus, Trial, TrialStatus,
+    OPEN_TRIAL_STATUSES,
+    Direction,
+    Method,
+    Pruner,
+    Sweep,
+    SweepStatus,
+    Trial,
+    TrialStatus,
 )
 from deeprepo_web.sweeps.space import MAX_TRIALS, space_check, space_parse
 from deeprepo_web.text import clean_text
@@ -78,7 +85,10 @@ def sweep_create(
         raise SweepInputError("metric", "name the metric to optimize (a key the program logs, e.g. reward)")
     schema = validate_schema(template.params_schema)
     space = space_parse(schema, specs)
-    fixed = {k: v for k, v in (fixed or {}).items() if k not in space and v not in (None, "")}
+    # One value is not a dimension: it is that parameter's fixed value for every trial.
+    single = {k: e["values"][0] for k, e in space.items() if len(e.get("values", ())) == 1}
+    space = {k: e for k, e in space.items() if k not in single}
+    fixed = {**{k: v for k, v in (fixed or {}).items() if k not in space and v not in (None, "")}, **single}
     max_trials = _bounded("max_trials", max_trials, 1, MAX_TRIALS)
     max_trials = space_check(space, method, max_trials)
     max_parallel = _bounded("max_parallel", max_parallel, 1, MAX_TRIALS)
@@ -137,7 +147,7 @@ def _follow(sweep: Sweep, trial: Trial) -> bool:
     changed = _read_points(sweep, trial)
     status = _JOB_TO_TRIAL.get(JobStatus(job.status))
     if job.status == JobStatus.SUCCEEDED:
-        value = MetricSeries.objects.filter(run_id=job.run_id, key=sweep.metric).values_list(
+        value = MetricSeries.objects.filter(run=job.run, key=sweep.metric).values_list(
             "last_value", flat=True).first()
         if value is None or not math.isfinite(value):
             status = TrialStatus.FAILED
@@ -223,9 +233,9 @@ def _trial_launch(sweep: Sweep, number: int, params: dict[str, Any], attrs: dict
             job = job_launch(project=sweep.project, template=sweep.template, cluster=sweep.cluster,
                              params={**sweep.fixed, **params}, user=sweep.created_by,
                              name=f"{sweep.name} · trial {number}")
-            Run.objects.filter(pk=job.run_id).update(config={
-                **(job.run.config if job.run else {}),
-                "sweep": {"id": sweep.public_id, "name": sweep.name, "trial": number}})
+            if job.run is not None:
+                Run.objects.filter(pk=job.run.pk).update(config={
+                    **job.run.config, "sweep": {"id": sweep.public_id, "name": sweep.name, "trial": number}})
             trial.job = job
             trial.save()
     except JobInputError as e:

@@ -56,7 +56,7 @@ def parse_spec(p: dict[str, Any], text: str) -> dict[str, Any] | None:
             raise SweepInputError(name, "a log range must start above 0")
         return {"low": low, "high": high, "log": log, "int": kind == "int"}
     if kind == "text":
-        raise SweepInputError(name, "multi-line text parameters cannot be swept; give it one fixed value")
+        return {"values": [_value(p, text, name)]}  # multi-line text is never split: one fixed value
     raws = [v.strip() for v in text.split(",")]
     if any(r == "" for r in raws) and kind != "str":
         raise SweepInputError(name, "an empty value in the list (two commas, or a trailing comma)")

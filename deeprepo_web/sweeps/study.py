@@ -82,7 +82,8 @@ def _frozen(trial: Trial, dists: dict[str, BaseDistribution]) -> FrozenTrial:
 def study_load(sweep: Sweep, trials: list[Trial]) -> optuna.Study:
     """The sweep as an in-memory Optuna study; trials in number order."""
     study = optuna.create_study(
-        storage=optuna.storages.InMemoryStorage(), direction=sweep.direction,
+        storage=optuna.storages.InMemoryStorage(),
+        direction="minimize" if sweep.direction == "minimize" else "maximize",
         sampler=_sampler(sweep, len(trials)), pruner=_pruner(sweep),
     )
     dists = distributions(sweep)
