@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "deeprepo_web.retention",
     "deeprepo_web.reports",
     "deeprepo_web.sweeps",
+    "deeprepo_web.checkpoint_evals",
 ]
 
 MIDDLEWARE = [
@@ -193,6 +194,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     "advance-sweeps": {"task": "deeprepo.sweeps.tick", "schedule": DEEPREPO_SWEEP_SECONDS,
                        "options": {"expires": max(1.0, DEEPREPO_SWEEP_SECONDS * 2)}},
+    "scan-checkpoint-rules": {"task": "deeprepo.checkpoint_evals.scan", "schedule": DEEPREPO_SWEEP_SECONDS,
+                              "options": {"expires": max(1.0, DEEPREPO_SWEEP_SECONDS * 2)}},
     "artifacts-cleanup": {"task": "deeprepo.artifacts_cleanup", "schedule": 15 * 60.0},
     # Looks a few times per window, so a lost import starts soon after it turns stale.
     "resend-imports": {"task": "deeprepo.imports.resend", "schedule": max(1.0, DEEPREPO_IMPORT_STALE_SECONDS / 4)},
