@@ -39,6 +39,17 @@ class SweepView:
     def launched(self) -> int:
         return len(self.trials)
 
+    @property
+    def space_rows(self) -> list[tuple[str, str]]:
+        """Each swept parameter as the form wrote it: a list, or a range."""
+        rows = []
+        for name, e in self.sweep.space.items():
+            if "values" in e:
+                rows.append((name, ", ".join(str(v) for v in e["values"])))
+            else:
+                rows.append((name, f"{e['low']} .. {e['high']}{' log' if e.get('log') else ''}"))
+        return rows
+
 
 def sweep_view(*, sweep: Sweep) -> SweepView:
     trials = list(Trial.objects.filter(sweep=sweep).select_related("job", "job__run")
