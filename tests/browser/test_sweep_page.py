@@ -18,7 +18,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_tpe_sweep_page_draws_trials_and_charts(
-    team: Any, local_cluster: Any, celery_worker: Any, live_server: Any, browser_page: Any, screenshot_dir: str
+    team: Any, local_cluster: Any, celery_worker: Any, live_server: Any,  # noqa: F811
+    browser_page: Any, screenshot_dir: str,
 ) -> None:
     page = browser_page(team.editor)  # logged in before the trials load the machine
     page.set_default_timeout(60_000)
