@@ -38,10 +38,13 @@ _LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
 
 def _path_check(path_template: str) -> str:
     try:
-        names = [f for _, f, _, _ in string.Formatter().parse(path_template) if f is not None]
+        fields = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(path_template) if f is not None]
     except ValueError as e:
         raise RuleInputError("path_template", str(e)) from None
-    bad = [n for n in names if n not in PATH_FIELDS]
+    if any(spec or conv for _, spec, conv in fields):
+        # "{step:>999999999}" would build a giant string: names only.
+        raise RuleInputError("path_template", "placeholders take no format (:…) or conversion (!…)")
+    bad = [n for n, _, _ in fields if n not in PATH_FIELDS]
     if bad:
         raise RuleInputError("path_template", f"{{{bad[0]}}} is not one of {', '.join('{' + f + '}' for f in PATH_FIELDS)}")
     return path_template

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
-from deeprepo_web.jobs.models import Cluster, JobStatus, JobTemplate
+from deeprepo_web.jobs.models import FINAL_JOB_STATUSES, Cluster, Job, JobStatus, JobTemplate
 from deeprepo_web.jobs.params import ParamError, validate_params, validate_schema
 from deeprepo_web.jobs.services.errors import JobInputError, JobStateError
 from deeprepo_web.jobs.services.launch import job_cancel, job_launch
@@ -90,8 +90,10 @@ def sweep_create(
     single = {k: e["values"][0] for k, e in space.items() if len(e.get("values", ())) == 1}
     space = {k: e for k, e in space.items() if k not in single}
     fixed = {**{k: v for k, v in (fixed or {}).items() if k not in space and v not in (None, "")}, **single}
-    max_trials = _bounded("max_trials", max_trials, 1, MAX_TRIALS)
-    max_trials = space_check(space, method, max_trials)
+    asked_trials = _bounded("max_trials", max_trials, 1, MAX_TRIALS)
+    max_trials = space_check(space, method, asked_trials)
+    note = (f"the grid has {max_trials} points: {max_trials} trials, not the {asked_trials} asked"
+            if max_trials < asked_trials else "")
     max_parallel = _bounded("max_parallel", max_parallel, 1, MAX_TRIALS)
     warmup_steps = _bounded("warmup_steps", warmup_steps, 0, 10**9)
     startup_trials = _bounded("startup_trials", startup_trials, 0, MAX_TRIALS)
@@ -110,7 +112,7 @@ def sweep_create(
             project=project, template=template, cluster=cluster, created_by=user, name=name, method=method,
             space=space, fixed=fixed, metric=metric, direction=direction, max_trials=max_trials,
             max_parallel=min(max_parallel, max_trials), pruner=pruner, warmup_steps=warmup_steps,
-            startup_trials=startup_trials, seed=seed,
+            startup_trials=startup_trials, seed=seed, note=note,
         )
         transaction.on_commit(functools.partial(enqueue, "deeprepo.sweeps.advance", sweep.pk))
     return sweep
@@ -145,7 +147,9 @@ def _follow(sweep: Sweep, trial: Trial) -> bool:
     job = trial.job
     if job is None:
         return False
-    changed = _read_points(sweep, trial)
+    # A job not started yet has logged nothing: no metric query for the (maybe hundreds of) queued ones.
+    started = job.status not in (JobStatus.PENDING, JobStatus.SUBMITTING, JobStatus.QUEUED)
+    changed = started and _read_points(sweep, trial)
     status = _JOB_TO_TRIAL.get(JobStatus(job.status))
     if job.status == JobStatus.SUCCEEDED:
         value = MetricSeries.objects.filter(run=job.run, key=sweep.metric).values_list(
@@ -259,7 +263,9 @@ def _trials_launch(sweep: Sweep, first: int, points: list[tuple[dict[str, Any], 
 
 def _finish_if_done(sweep: Sweep) -> None:
     total = Trial.objects.filter(sweep=sweep).count()
-    still = Trial.objects.filter(sweep=sweep, status__in=OPEN_TRIAL_STATUSES).exists()
+    # A pruned trial is final at once, its job a moment later: the sweep ends when every job has.
+    still = (Trial.objects.filter(sweep=sweep, status__in=OPEN_TRIAL_STATUSES).exists()
+             or Job.objects.filter(sweep_trial__sweep=sweep).exclude(status__in=FINAL_JOB_STATUSES).exists())
     if total >= sweep.max_trials and not still:
         Sweep.objects.filter(pk=sweep.pk, status=SweepStatus.RUNNING).update(
             status=SweepStatus.FINISHED, finished_at=timezone.now())

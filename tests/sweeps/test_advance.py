@@ -40,6 +40,7 @@ def _sweep(team: Any, cluster: Any, **kw: Any) -> Sweep:
 def test_grid_sweep_runs_its_points_prunes_the_bad_one_and_finishes(team: Any, local_cluster: Any) -> None:
     sweep = _sweep(team, local_cluster)
     assert sweep.max_trials == 3  # a grid of 3 points runs 3 trials, whatever max_trials said
+    assert sweep.note == "the grid has 3 points: 3 trials, not the 10 asked"
     sweep_advance(sweep_id=sweep.pk)
     trials = list(Trial.objects.filter(sweep=sweep).select_related("job"))
     assert [t.status for t in trials] == ["queued", "queued"]  # max in parallel
@@ -74,6 +75,12 @@ def test_grid_sweep_runs_its_points_prunes_the_bad_one_and_finishes(team: Any, l
     sweep.refresh_from_db()
     third.refresh_from_db()
     assert third.status == TrialStatus.FAILED
+    assert sweep.status == SweepStatus.RUNNING  # the pruned trial's job is still being cancelled
+    _job_moves(bad.job, JobStatus.CANCELLED)
+    sweep_advance(sweep_id=sweep.pk)
+    sweep.refresh_from_db()
+    bad.refresh_from_db()
+    assert bad.status == TrialStatus.PRUNED  # stays pruned, not "cancelled"
     assert sweep.status == SweepStatus.FINISHED
     assert Trial.objects.filter(sweep=sweep).count() == 3
 
