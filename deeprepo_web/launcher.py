@@ -3,7 +3,8 @@
 An embedded Postgres (pgserver, data under .data/pg) when DATABASE_URL is unset; migrations; a demo
 login, project and API key; a Celery worker and beat (filesystem broker unless CELERY_BROKER_URL is
 set); the web app on 127.0.0.1:8000; and the demo GRPO template launched as a real job on the
-project's local cluster, to watch.
+project's local cluster, to watch, with a checkpoint-eval rule: each checkpoint it logs gets its own
+eval job, linked to the run at that step.
 """
 
 from __future__ import annotations

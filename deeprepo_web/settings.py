@@ -57,6 +57,8 @@ INSTALLED_APPS = [
     "deeprepo_web.retention",
     "deeprepo_web.reports",
     "deeprepo_web.sso",
+    "deeprepo_web.sweeps",
+    "deeprepo_web.checkpoint_evals",
 ]
 
 MIDDLEWARE = [
@@ -245,6 +247,8 @@ if CELERY_BROKER_URL.startswith("redis"):
     }
 # Jobs: follow every active job's state and log tail this often (seconds).
 DEEPREPO_JOB_SYNC_SECONDS = float(env_str("DEEPREPO_JOB_SYNC_SECONDS", "2"))
+# How often beat advances running sweeps (follow trials, prune, launch) and scans checkpoint rules.
+DEEPREPO_SWEEP_SECONDS = float(env_str("DEEPREPO_SWEEP_SECONDS", "2"))
 # Imports: a job still queued this long after its task was sent lost the message (the broker was
 # away at upload, or restarted empty), and a running one whose heartbeat stopped this long ago lost
 # its worker: beat sends either again.
@@ -257,6 +261,10 @@ CELERY_BEAT_SCHEDULE = {
         # A sync that could not start in time is superseded by the next one.
         "options": {"expires": max(1.0, DEEPREPO_JOB_SYNC_SECONDS * 2)},
     },
+    "advance-sweeps": {"task": "deeprepo.sweeps.tick", "schedule": DEEPREPO_SWEEP_SECONDS,
+                       "options": {"expires": max(1.0, DEEPREPO_SWEEP_SECONDS * 2)}},
+    "scan-checkpoint-rules": {"task": "deeprepo.checkpoint_evals.scan", "schedule": DEEPREPO_SWEEP_SECONDS,
+                              "options": {"expires": max(1.0, DEEPREPO_SWEEP_SECONDS * 2)}},
     "artifacts-cleanup": {"task": "deeprepo.artifacts_cleanup", "schedule": 15 * 60.0},
     # Looks a few times per window, so a lost import starts soon after it turns stale.
     "resend-imports": {"task": "deeprepo.imports.resend", "schedule": max(1.0, DEEPREPO_IMPORT_STALE_SECONDS / 4)},

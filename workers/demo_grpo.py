@@ -8,6 +8,8 @@ sink with the deeprepo_client Run interface (log / log_rollouts / finish).
 
     python -m workers.demo_grpo --steps 40            # logs into a new run of $DEEPREPO_PROJECT
     python -m workers.demo_grpo --steps 40 --dry-run  # no server: prints the per-step reward
+    python -m workers.demo_grpo --checkpoint-every 10  # also saves and logs checkpoints (artifacts)
+    python -m workers.demo_grpo --eval-checkpoint PATH --checkpoint-step 10  # evaluates one checkpoint
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from workers.demo.checkpoints import checkpoint_load, checkpoint_name, checkpoint_save
 from workers.demo.codebase import generate_codebase
 from workers.demo.env import ACTIONS, N_FEATURES, ROOT_MODEL, SUB_MODEL
 from workers.demo.policy import Adam, SoftmaxPolicy, group_advantages, grpo_update
@@ -77,6 +81,7 @@ class TrainConfig:
     evals: bool = True
     log_groups: int | None = None  # groups per step uploaded as rollouts; None = all
     step_sleep: float = 0.0  # seconds between steps, to pace a live demo
+    checkpoint_every: int = 0  # save the policy at step 0, every N steps and at the end; 0 = never
 
 
 @dataclass
@@ -176,8 +181,10 @@ def train(
     *,
     eval_sink: Callable[[int], Sink] | None = None,
     out: Callable[[str], None] = print,
+    on_checkpoint: Callable[[int, SoftmaxPolicy], None] | None = None,
 ) -> TrainResult:
-    """Run GRPO; `eval_sink(checkpoint_step)` opens the run each eval logs into."""
+    """Run GRPO; `eval_sink(checkpoint_step)` opens the run each eval logs into;
+    `on_checkpoint(step, policy)` is called where cfg.checkpoint_every says."""
     started = time.perf_counter()
     rng = np.random.default_rng(cfg.seed)
     policy = SoftmaxPolicy.init(N_FEATURES, len(ACTIONS), rng)
@@ -190,6 +197,9 @@ def train(
     )
     if cfg.evals and eval_sink is not None:
         result.eval_before = evaluate(policy, cfg, eval_sink(0), 0, out)
+    every = cfg.checkpoint_every
+    if every and on_checkpoint is not None:
+        on_checkpoint(0, policy)
 
     for step in range(cfg.steps):
         t0 = time.perf_counter()
@@ -226,6 +236,8 @@ def train(
             f"turns {metrics['num_turns/mean']:.2f}  dead {metrics['frac_zero_std']:.2f}  "
             f"entropy {metrics['entropy']:.3f}  loss {metrics['loss']:+.4f}"
         )
+        if every and on_checkpoint is not None and ((step + 1) % every == 0 or step + 1 == cfg.steps):
+            on_checkpoint(step + 1, policy)
         if cfg.step_sleep > 0:
             time.sleep(cfg.step_sleep)
 
@@ -254,6 +266,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--log-groups", type=int, default=None, help="groups per step to upload (default: all)")
     p.add_argument("--step-sleep", type=float, default=d.step_sleep, help="pause between steps (live demos)")
     p.add_argument("--no-evals", action="store_true")
+    p.add_argument("--checkpoint-every", type=int, default=0, help="save and log a checkpoint every N steps")
+    p.add_argument("--checkpoint-dir", default=None, help="default: $DEEPREPO_OUTPUT_DIR, else ./demo-grpo-output")
+    p.add_argument("--eval-checkpoint", default=None, metavar="PATH",
+                   help="evaluate this checkpoint into the run (a launched job's run) and stop")
+    p.add_argument("--checkpoint-step", type=int, default=0, help="the step of --eval-checkpoint")
     p.add_argument("--dry-run", action="store_true", help="no server: print the per-step reward only")
     p.add_argument("--name", default=None)
     p.add_argument("--project", default=None, help="default: $DEEPREPO_PROJECT")
@@ -274,6 +291,7 @@ def config_from(args: argparse.Namespace) -> TrainConfig:
         evals=not args.no_evals,
         log_groups=args.log_groups,
         step_sleep=args.step_sleep,
+        checkpoint_every=max(0, args.checkpoint_every),
     )
 
 
@@ -304,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     project = args.project or os.environ.get("DEEPREPO_PROJECT")
     name = args.name or f"demo-grpo-seed{cfg.seed}"
     config = {**asdict(cfg), "sub_model": SUB_MODEL, "policy": "linear-softmax"}
+    if args.eval_checkpoint:
+        return _eval_checkpoint(args, cfg, project, config, out)
     run = deeprepo_client.init(project=project, name=name, config=config, kind="train",
                                model=ROOT_MODEL, environment=ENVIRONMENT, method="grpo")
     out(f"logging into run {run.id or '(offline: id assigned on sync)'}")
@@ -323,12 +343,39 @@ def main(argv: list[str] | None = None) -> int:
                 method="grpo",
             )
 
+    root = Path(args.checkpoint_dir or os.environ.get("DEEPREPO_OUTPUT_DIR") or "demo-grpo-output")
+
+    def on_checkpoint(step: int, policy: SoftmaxPolicy) -> None:
+        path = checkpoint_save(policy, root, step)
+        # Logged as an artifact of kind checkpoint: a checkpoint-eval rule on this run launches its eval.
+        run.log_artifact(path, kind="checkpoint", name=checkpoint_name(step))
+        out(f"checkpoint @ step {step}: {path}")
+
     try:
-        train(cfg, run, eval_sink=eval_sink, out=out)
+        train(cfg, run, eval_sink=eval_sink, out=out, on_checkpoint=on_checkpoint)
     except BaseException:
         run.finish(status="failed")
         raise
     run.finish(status="finished")
+    return 0
+
+
+def _eval_checkpoint(args: argparse.Namespace, cfg: TrainConfig, project: str | None, config: dict[str, Any],
+                     out: Callable[[str], None]) -> int:
+    """One checkpoint's eval, into the launched job's run (DEEPREPO_RUN_ID) or a new eval run."""
+    import deeprepo_client
+
+    policy = checkpoint_load(args.eval_checkpoint)
+    run = deeprepo_client.init(project=project, name=args.name or f"demo-grpo eval @ step {args.checkpoint_step}",
+                               config={**config, "checkpoint": args.eval_checkpoint,
+                                       "checkpoint_step": args.checkpoint_step},
+                               kind="eval", checkpoint_step=args.checkpoint_step, model=ROOT_MODEL,
+                               environment=ENVIRONMENT, method="grpo")
+    try:
+        evaluate(policy, cfg, run, args.checkpoint_step, out)
+    except BaseException:
+        run.finish(status="failed")
+        raise
     return 0
 
 

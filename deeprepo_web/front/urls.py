@@ -22,6 +22,8 @@ urlpatterns = [
     path("", include("deeprepo_web.artifacts.urls")),
     path("", include("deeprepo_web.importers.urls")),
     path("", include("deeprepo_web.jobs.urls")),
+    path("", include("deeprepo_web.sweeps.urls")),
+    path("", include("deeprepo_web.checkpoint_evals.urls")),
     path("", include("deeprepo_web.search.urls")),
     path("", include("deeprepo_web.labels.urls")),
     path("", include("deeprepo_web.judge.urls")),

@@ -19,7 +19,7 @@ BUILTIN_TEMPLATES: list[dict[str, Any]] = [
         "command_template": (
             "python -m workers.demo_grpo --steps {steps} --step-sleep {step_sleep} --seed {seed} "
             "--lr {lr} --examples-per-step {examples_per_step} --rollouts-per-example {rollouts_per_example} "
-            "{no_evals}"
+            "{no_evals} --checkpoint-every {checkpoint_every}"
         ),
         "params_schema": [
             {"name": "steps", "type": "int", "default": 40, "min": 1, "max": 10000, "help": "training steps"},
@@ -32,6 +32,30 @@ BUILTIN_TEMPLATES: list[dict[str, Any]] = [
              "help": "GRPO group size"},
             {"name": "no_evals", "type": "bool", "flag": "--no-evals", "default": False,
              "label": "skip before/after evals"},
+            {"name": "checkpoint_every", "type": "int", "default": 0, "min": 0, "max": 10000,
+             "label": "checkpoint every (steps)",
+             "help": "save the policy at step 0, every N steps and at the end, logged as checkpoint artifacts "
+                     "(0 = none); a checkpoint-eval rule on the run evaluates each one"},
+        ],
+    },
+    {
+        "slug": "demo-grpo-eval",
+        "name": "Demo GRPO checkpoint eval",
+        "kind": "eval",
+        "description": (
+            "Evaluates one checkpoint of the demo GRPO trainer on its fixed eval set, into the job's run. "
+            "Launched by a checkpoint-eval rule with the checkpoint's path and step."
+        ),
+        "command_template": (
+            "python -m workers.demo_grpo --eval-checkpoint {checkpoint} --checkpoint-step {step} "
+            "--eval-examples {eval_examples} --eval-rollouts {eval_rollouts}"
+        ),
+        "params_schema": [
+            {"name": "checkpoint", "type": "str", "required": True, "max_length": 1000,
+             "help": "path of the checkpoint (.npz) on the cluster"},
+            {"name": "step", "type": "int", "default": 0, "min": 0, "max": 10**9, "help": "the checkpoint's step"},
+            {"name": "eval_examples", "type": "int", "default": 6, "min": 1, "max": 200},
+            {"name": "eval_rollouts", "type": "int", "default": 4, "min": 1, "max": 64},
         ],
     },
     {

@@ -80,6 +80,10 @@ def world(team: Any, tmp_path: Any) -> dict[str, str]:
     template = JobTemplate.objects.get(slug="demo-grpo", project__isnull=True)
     # Never dispatched: the test transaction never commits, so the on-commit enqueue never fires.
     job = job_launch(project=team.project, template=template, cluster=cluster, params={}, user=team.owner)
+    from deeprepo_web.sweeps.services import sweep_create
+
+    sweep = sweep_create(project=team.project, template=template, cluster=cluster, specs={"lr": "0.01, 0.1"},
+                         method="grid", metric="reward", max_trials=2, max_parallel=1)
     upload = ImportJob.objects.create(project=team.project, user=team.owner, source_name="x.jsonl", path="/nope")
     label = label_create(project=team.project, name="found")
     mark = mark_create(label=label, rollout=r, user=team.owner)
@@ -110,6 +114,7 @@ def world(team: Any, tmp_path: Any) -> dict[str, str]:
         "artifact_id": str(artifact.pk),
         "import_id": str(upload.pk),
         "job_id": job.public_id,
+        "sweep_id": sweep.public_id,
         "template_slug": template.slug,
         "template_id": str(template.pk),
         "cluster_id": str(cluster.pk),

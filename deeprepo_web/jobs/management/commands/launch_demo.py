@@ -8,6 +8,7 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError
 
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.checkpoint_evals.services import rule_create
 from deeprepo_web.jobs.models import Cluster, JobTemplate
 from deeprepo_web.jobs.services.clusters import cluster_save
 from deeprepo_web.jobs.services.launch import job_launch
@@ -18,7 +19,9 @@ LOCAL_CLUSTER = "this machine"
 
 class Command(BaseCommand):
     help = ("Launch the Demo GRPO template as a real job on the project's local cluster (created "
-            "once: this machine, the repository as workdir). The Celery worker dispatches it.")
+            "once: this machine, the repository as workdir). The Celery worker dispatches it. Its "
+            "checkpoints are evaluated by themselves: a checkpoint-eval rule on its run launches the "
+            "demo eval template for each checkpoint it logs.")
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--url", default=settings.SITE_URL, help="how the job reaches this server")
@@ -27,6 +30,8 @@ class Command(BaseCommand):
         parser.add_argument("--steps", type=int, default=40)
         parser.add_argument("--step-sleep", type=float, default=3.0,
                             help="seconds between steps: 40 x 3 s lets a newcomer watch the curves rise")
+        parser.add_argument("--checkpoint-every", type=int, default=10,
+                            help="a checkpoint (and its eval job) every N steps; 0 = none")
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = Project.objects.filter(slug=options["project"]).first()
@@ -45,10 +50,18 @@ class Command(BaseCommand):
                                    settings_in={**(cluster.settings if cluster else {}), **wanted})
         builtin_templates_ensure()
         template = JobTemplate.objects.get(project__isnull=True, slug="demo-grpo")
+        every = max(0, options["checkpoint_every"])
         job = job_launch(
             project=project, template=template, cluster=cluster, user=user, name="demo GRPO (make run)",
-            params={"steps": options["steps"], "step_sleep": options["step_sleep"]},
+            # With checkpoints, their evals come from the rule below (not the trainer's own before/after).
+            params={"steps": options["steps"], "step_sleep": options["step_sleep"], "checkpoint_every": every,
+                    "no_evals": bool(every)},
         )
         run_id = job.run.public_id if job.run else "?"
         self.stdout.write(f"demo job:  {url}/p/{project.slug}/jobs/{job.public_id}/  "
                           f"(run {url}/p/{project.slug}/runs/{run_id}/)")
+        if every and job.run is not None:
+            rule_create(run=job.run, template=JobTemplate.objects.get(project__isnull=True, slug="demo-grpo-eval"),
+                        cluster=cluster, path_param="checkpoint", step_param="step", user=user)
+            self.stdout.write(f"its checkpoints (every {every} steps) are evaluated by themselves: "
+                              f"{url}/p/{project.slug}/runs/{run_id}/checkpoints/")

@@ -1,0 +1,89 @@
+"""Sweep pages. Thin: access check, form, one service call, one template."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST, require_safe
+
+from deeprepo_web.accounts import access
+from deeprepo_web.accounts.models import Role
+from deeprepo_web.front.http import STOP_POLLING, form_error, is_htmx
+from deeprepo_web.jobs import selectors as job_selectors
+from deeprepo_web.jobs.models import Cluster
+from deeprepo_web.jobs.services import templates
+from deeprepo_web.sweeps import charts, selectors, services
+from deeprepo_web.sweeps.errors import SweepInputError
+from deeprepo_web.sweeps.forms import SPACE_PREFIX, SweepForm
+
+
+@require_safe
+@login_required
+def sweep_list(request: HttpRequest, slug: str) -> HttpResponse:
+    project, membership = access.project_for_user(request.user, slug)
+    page = Paginator(selectors.sweep_list(project=project), selectors.SWEEPS_PAGE).get_page(request.GET.get("page"))
+    return render(request, "sweeps/list.html", {
+        "project": project, "page": page, "can_write": membership.allows(Role.EDITOR),
+        "templates": templates.templates_for_project(project),
+    })
+
+
+@login_required
+def sweep_new(request: HttpRequest, slug: str, template_slug: str) -> HttpResponse:
+    project, _ = access.project_for_user(request.user, slug, role=Role.EDITOR)
+    templates.templates_for_project(project)
+    template = job_selectors.template_get(project=project, slug=template_slug)
+    clusters = list(Cluster.objects.filter(project=project))
+    form = SweepForm(request.POST or None, template=template, clusters=clusters)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                sweep = services.sweep_create(
+                    project=project, template=template, user=request.user, name=data["name"],
+                    cluster=next(c for c in clusters if str(c.pk) == data["cluster"]), specs=form.specs(),
+                    method=data["method"], metric=data["metric"], direction=data["direction"],
+                    max_trials=data["max_trials"], max_parallel=data["max_parallel"], pruner=data["pruner"],
+                    warmup_steps=data["warmup_steps"], startup_trials=data["startup_trials"],
+                    seed=data["seed"] or 0,
+                )
+            except SweepInputError as e:
+                form_error(form, e.field, e.message, prefixes=(SPACE_PREFIX,))
+            else:
+                return redirect("sweep", slug=project.slug, sweep_id=sweep.public_id)
+        status = 422
+    return render(request, "sweeps/new.html", {"project": project, "template": template, "form": form,
+                                               "clusters": clusters}, status=status)
+
+
+@require_safe
+@login_required
+def sweep_detail(request: HttpRequest, slug: str, sweep_id: str) -> HttpResponse:
+    project, membership = access.project_for_user(request.user, slug)
+    sweep = selectors.sweep_get(project=project, sweep_id=sweep_id)
+    view = selectors.sweep_view(sweep=sweep)
+    context = {"project": project, "sweep": sweep, "view": view, "can_write": membership.allows(Role.EDITOR),
+               "parcoords": charts.parallel_coordinates(sweep, view.trials),
+               "best_chart": charts.best_so_far(sweep, view.trials)}
+    if is_htmx(request):
+        response = render(request, "sweeps/sweep.html#live", context)
+        done = sweep.is_final and not any(not t.is_final for t in view.trials)
+        return HttpResponse(response.content, status=STOP_POLLING) if done else response
+    return render(request, "sweeps/sweep.html", context)
+
+
+@require_POST
+@login_required
+def sweep_cancel(request: HttpRequest, slug: str, sweep_id: str) -> HttpResponse:
+    project, _ = access.project_for_user(request.user, slug, role=Role.EDITOR)
+    sweep = selectors.sweep_get(project=project, sweep_id=sweep_id)
+    if sweep.is_final:
+        messages.info(request, f"The sweep is already {sweep.status}.")
+    else:
+        n = services.sweep_cancel(sweep=sweep, user=request.user)
+        messages.success(request, f"Sweep cancelled: {n} open trial{'s' if n != 1 else ''} cancelled.")
+    return redirect("sweep", slug=project.slug, sweep_id=sweep.public_id)
