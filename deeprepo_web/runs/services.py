@@ -134,17 +134,9 @@ def run_delete(*, run: Run) -> dict[str, int]:
         cur.execute("DELETE FROM runs_rollout WHERE run_id = %s", [run.pk])
         rollouts = cur.rowcount
         run.delete()  # the small rest (series, artifacts, blob refs, other apps' links) through the ORM
-    blobs = 0
-    still_used = set(BlobRef.objects.filter(sha__in=shas).values_list("sha", flat=True))
-    for sha in shas:
-        if sha in still_used:
-            continue
-        try:
-            storage.blob_delete(sha)
-            blobs += 1
-        except storage.StorageError as exc:
-            # The rows are gone already; an orphan blob wastes space but harms nobody.
-            log.warning("run_delete: blob %s kept: %s", sha, exc)
+    from deeprepo_web.retention.services import blobs_collect
+
+    blobs = blobs_collect(shas)  # after the commit: only blobs no other run refers to
     return {"objects": objects, "blobs": blobs, "metrics": metrics, "rollouts": rollouts}
 
 
