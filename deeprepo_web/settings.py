@@ -181,10 +181,10 @@ DEEPREPO_JOB_SYNC_SECONDS = float(env_str("DEEPREPO_JOB_SYNC_SECONDS", "2"))
 # its worker: beat sends either again.
 DEEPREPO_IMPORT_STALE_SECONDS = float(env_str("DEEPREPO_IMPORT_STALE_SECONDS", "120"))
 DEEPREPO_SEARCH_INDEX_SECONDS = float(env_str("DEEPREPO_SEARCH_INDEX_SECONDS", "5"))
-# Deleting a run: up to this many rollouts it goes within the request (~1 s per 10^4 rollouts, see
+# Deleting a run: up to this many rollouts it goes within the request (~1-3 s per 10^4 rollouts, see
 # bench/run_delete.py); a bigger run is deleted by the worker while the runs table says "deleting".
 # A deletion asked for this long ago and not done lost its message or its worker: beat sends it again.
-DEEPREPO_RUN_DELETE_INLINE_ROLLOUTS = env_int("DEEPREPO_RUN_DELETE_INLINE_ROLLOUTS", 20_000)
+DEEPREPO_RUN_DELETE_INLINE_ROLLOUTS = env_int("DEEPREPO_RUN_DELETE_INLINE_ROLLOUTS", 10_000)
 DEEPREPO_RUN_DELETE_STALE_SECONDS = float(env_str("DEEPREPO_RUN_DELETE_STALE_SECONDS", "900"))
 CELERY_BEAT_SCHEDULE = {
     "sync-jobs": {

@@ -107,6 +107,18 @@ def run_touch(*, run: Run) -> None:
     run.updated_at = now
 
 
+def run_name_free(*, project: Project, name: str, limit: int = 200) -> str:
+    """`name`, or `name (2)`, `name (3)` … : the first no run of the project has, so two runs
+    launched alike (same template, same minute) can be told apart in every list."""
+    taken = set(Run.objects.filter(project=project, name__startswith=name[: limit - 8]).values_list("name", flat=True))
+    if name not in taken:
+        return name
+    n = 2
+    while (candidate := f"{name[: limit - 3 - len(str(n))]} ({n})") in taken:
+        n += 1
+    return candidate
+
+
 def run_delete(*, run: Run) -> dict[str, int]:
     """Delete a run with its rows and its stored objects; returns counts of what went.
 
