@@ -125,7 +125,10 @@ def test_make_run_in_a_fresh_clone_then_manage_py_beside_it(scratch: Path) -> No
                             stdout=open(log, "wb"), stderr=subprocess.STDOUT)
     try:
         _wait_login(f"http://127.0.0.1:{port}/login/", log, proc)
-        text = log.read_text()
+        deadline = time.monotonic() + 60  # the launcher prints once its own request was answered
+        while "web app on" not in (text := log.read_text()):
+            assert proc.poll() is None and time.monotonic() < deadline, text[-3000:]
+            time.sleep(0.3)
         assert "database: postgresql://" in text, text
         # The login is printed once the web server answers, not while it is still starting.
         assert text.index("Listening at: http://") < text.index("login: "), text
