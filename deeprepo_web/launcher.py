@@ -121,13 +121,14 @@ def main() -> int:
                     stopping = True
             time.sleep(0.5)
     finally:
-        # Web first (no new requests), then beat (no new tasks), then the worker: one SIGTERM each,
-        # a warm shutdown that lets running tasks finish while the database is still up.
-        for _, proc in reversed(procs):
+        # Web first (SIGINT: gunicorn's quick stop; SIGTERM waits 30 s for idle keep-alives), then
+        # beat (no new tasks), then the worker: one SIGTERM, a warm shutdown that lets running tasks
+        # finish while the database is still up.
+        for name, proc in reversed(procs):
             if proc.poll() is None:
-                proc.terminate()
+                proc.send_signal(signal.SIGINT if name == "web" else signal.SIGTERM)
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
