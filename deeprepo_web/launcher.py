@@ -78,7 +78,7 @@ def main() -> int:
     started = datetime.now(UTC).isoformat()
 
     def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        # Its own session: Ctrl-C reaches only this launcher, which stops the others once, in order
+        # Its own session: Ctrl-C reaches only this launcher, which stops each of the others once
         # (a worker given the terminal's SIGINT and then our SIGTERM logged a cold shutdown).
         proc = subprocess.Popen(argv, cwd=ROOT, env=env or os.environ.copy(), start_new_session=True)
         procs.append((name, proc))
@@ -121,12 +121,13 @@ def main() -> int:
                     stopping = True
             time.sleep(0.5)
     finally:
-        # Web first (SIGINT: gunicorn's quick stop; SIGTERM waits 30 s for idle keep-alives), then
-        # beat (no new tasks), then the worker: one SIGTERM, a warm shutdown that lets running tasks
-        # finish while the database is still up.
-        for name, proc in reversed(procs):
+        # One signal each, all at once (waiting in turn outlasts make's patience on a busy machine):
+        # gunicorn's quick SIGINT, and SIGTERM's warm shutdown for beat and the worker, which lets
+        # running tasks finish while the database is still up.
+        for name, proc in procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT if name == "web" else signal.SIGTERM)
+        for _, proc in procs:
             try:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
