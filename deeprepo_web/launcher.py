@@ -38,11 +38,13 @@ def _shown(url: str) -> str:
     return url
 
 
-def _wait_http(url: str, timeout: float = 60) -> bool:
+def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 600) -> bool:
+    """True once `url` answers; False if the server process exits (or never answers) first. A busy
+    machine can take a minute to preload the app: waiting is bounded by the process, not a guess."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and proc.poll() is None:
         try:
-            with urllib.request.urlopen(url, timeout=2):
+            with urllib.request.urlopen(url, timeout=5):
                 return True
         except Exception:  # noqa: BLE001 - not up yet
             time.sleep(0.3)
@@ -73,13 +75,16 @@ def main() -> int:
     boot = subprocess.run(
         [*manage, "bootstrap_demo", "--url", site], check=True, cwd=ROOT, capture_output=True, text=True
     )
-    print(boot.stdout, end="", flush=True)
 
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []
     started = datetime.now(UTC).isoformat()
 
-    def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
-        procs.append((name, subprocess.Popen(argv, cwd=ROOT, env=env or os.environ.copy())))
+    def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        # Its own session: Ctrl-C reaches only this launcher, which stops each of the others once
+        # (a worker given the terminal's SIGINT and then our SIGTERM logged a cold shutdown).
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env or os.environ.copy(), start_new_session=True)
+        procs.append((name, proc))
+        return proc
 
     # --quiet: no banner. Celery warns at length when run as root (containers): not for this log.
     quiet = "ignore:You're running the worker with superuser privileges"
@@ -88,9 +93,11 @@ def main() -> int:
     # Warnings only: beat fires sync_jobs every 2 s, and every job transition is on its page anyway.
     spawn("worker", [*celery, "worker", "-l", "warning", "-c", "4", "-n", "deeprepo@%h"])
     spawn("beat", [*celery, "beat", "-l", "warning", "-s", str(data_dir / "celerybeat-schedule")])
-    spawn("web", [py, "-m", "gunicorn", "deeprepo_web.wsgi", "-b", f"{host}:{port}", "-w", "4",
-                  "--threads", "1", "--preload", "--access-logfile", "-", "--timeout", "120"])
-    if _wait_http(f"{site}/login/"):
+    web = spawn("web", [py, "-m", "gunicorn", "deeprepo_web.wsgi", "-b", f"{host}:{port}", "-w", "4",
+                        "--threads", "1", "--preload", "--access-logfile", "-", "--timeout", "120"])
+    if _wait_http(f"{site}/login/", web):
+        # The login only once it works: printed earlier, it was tried against a server not up yet.
+        print(boot.stdout, end="", flush=True)
         _say(f"web app on {site}/  (log in with the demo login above)")
         # A real job on the local cluster: dispatched by the worker, followed by beat, with a log
         # tail, a run and a cancel button on its page.
@@ -116,14 +123,18 @@ def main() -> int:
                     stopping = True
             time.sleep(0.5)
     finally:
-        for _, proc in procs:
+        # One signal each, all at once (waiting in turn outlasts make's patience on a busy machine):
+        # gunicorn's quick SIGINT, and SIGTERM's warm shutdown for beat and the worker, which lets
+        # running tasks finish while the database is still up.
+        for name, proc in procs:
             if proc.poll() is None:
-                proc.terminate()
+                proc.send_signal(signal.SIGINT if name == "web" else signal.SIGTERM)
         for _, proc in procs:
             try:
-                proc.wait(timeout=15)
+                proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait(timeout=10)
         # Local jobs run in their own process groups (they outlive a worker restart by design):
         # the ones this session launched are stopped here, or named if they could not be.
         try:

@@ -3,16 +3,30 @@ served (its session user, or the API key the API authenticated). Outside a reque
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
 _request: ContextVar[HttpRequest | None] = ContextVar("audit_request", default=None)
+_actor: ContextVar[str | None] = ContextVar("audit_actor", default=None)
+
+
+@contextmanager
+def acting_as(name: str) -> Iterator[None]:
+    """Work done later for someone (a worker deleting a run an editor asked to delete) is theirs."""
+    token = _actor.set(name)
+    try:
+        yield
+    finally:
+        _actor.reset(token)
 
 
 def actor_name() -> str:
+    if (named := _actor.get()) is not None:
+        return named
     request = _request.get()
     if request is None:
         return "operator"

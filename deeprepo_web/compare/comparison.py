@@ -23,6 +23,7 @@ from deeprepo_web.compare.options import (
     Options,
     letters,
     parse_effects,
+    runs_in_time_order,
 )
 from deeprepo_web.compare.rundata import RunData, run_data
 from deeprepo_web.runs.models import Run
@@ -280,7 +281,7 @@ def comparison_build(*, runs: Sequence[Run], options: Options) -> Comparison:
 
     rows += [*pass_rows, *label_rate_rows(data, options.baseline, boot), _row(_N_ROW, data, options.baseline, boot)]
     effects = [(e, boot.diff(data[e.a], data[e.b], data[e.a].reward, data[e.b].reward))
-               for e in parse_effects(options.effects_query, len(data))]
+               for e in parse_effects(options.effects_query, len(data), runs_in_time_order(runs))]
     shared = set(data[0].example_keys)
     for d in data[1:]:
         shared &= set(d.example_keys)

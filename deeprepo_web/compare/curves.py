@@ -6,16 +6,23 @@ from __future__ import annotations
 from typing import Any
 
 from deeprepo_web.compare.comparison import Comparison
+from deeprepo_web.explorer.evalsummary import is_curve
 from deeprepo_web.explorer.selectors import REWARD_KEYS
 from deeprepo_web.runs import selectors
+from deeprepo_web.runs.models import MetricSeries
 
 MAX_KEYS = 500
 EMBED_BUCKETS = 400
 
 
 def curve_keys(c: Comparison) -> dict[str, list[str]]:
-    """Metric keys per run (public id), so a page asks only for series a run has."""
-    return {d.run.public_id: selectors.series_keys(run=d.run)[:MAX_KEYS] for d in c.runs}
+    """Metric keys per run (public id) that make a curve, so a page asks only for series a run has.
+    A one-point metric (an eval's score) is a number, not a curve: runs with only those get no panel."""
+    out = {}
+    for d in c.runs:
+        rows = MetricSeries.objects.filter(run=d.run).order_by("key").values("key", "count", "min_value")
+        out[d.run.public_id] = [s["key"] for s in rows if is_curve(s)][:MAX_KEYS]
+    return out
 
 
 def first_key(keys: list[str]) -> str:

@@ -7,6 +7,7 @@ import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.runs.models import Rollout, Run
@@ -64,13 +65,15 @@ def letters(n: int) -> list[str]:
     return list(string.ascii_uppercase[:n])
 
 
-def parse_effects(value: str | None, n_runs: int) -> list[Effect]:
-    """`A>B:Model size effect;B>C:RL training effect`. Without a value: each step and first -> last."""
+def parse_effects(value: str | None, n_runs: int, order: Sequence[int] | None = None) -> list[Effect]:
+    """`A>B:Model size effect;B>C:RL training effect`. Without a value: each step and first -> last,
+    the runs taken in `order` (indexes; default: as listed)."""
     labels = letters(n_runs)
     if not value or not value.strip():
-        pairs = [(i, i + 1, "") for i in range(n_runs - 1)]
+        seq = list(order) if order is not None else list(range(n_runs))
+        pairs = [(seq[i], seq[i + 1], "") for i in range(n_runs - 1)]
         if n_runs > 2:
-            pairs.append((0, n_runs - 1, "Combined"))
+            pairs.append((seq[0], seq[-1], "Combined"))
         return [Effect(lbl, a, b) for a, b, lbl in pairs]
     out: list[Effect] = []
     for part in value.split(";"):
@@ -122,6 +125,17 @@ def runs_select(*, project: Project, ids: Sequence[str]) -> list[Run]:
     if len({r.pk for r in out}) != len(out):
         raise CompareError("runs: the same run is listed twice")
     return out
+
+
+def runs_in_time_order(runs: Sequence[Run]) -> list[int]:
+    """Indexes of `runs` earliest first: by checkpoint step (a run without one, like the base model's
+    eval, comes first), then by creation. The default baseline is the first and the default effects
+    follow this order, so an improvement reads as one whatever the order the runs were ticked in."""
+    def key(i: int) -> tuple[bool, int, Any]:
+        run = runs[i]
+        return (run.checkpoint_step is not None, run.checkpoint_step or 0, run.created_at)
+
+    return sorted(range(len(runs)), key=key)
 
 
 def runs_use_tool(runs: Sequence[Run], tool: str) -> bool:

@@ -35,7 +35,7 @@ def compare_params(query: Any) -> tuple[list[str], dict[str, str]]:
 
 def comparison_for(project: Project, ids: list[str], raw: dict[str, str]) -> Comparison:
     runs = opts.runs_select(project=project, ids=ids)
-    baseline = 0
+    baseline = opts.runs_in_time_order(runs)[0]
     if raw.get("baseline"):
         matches = [i for i, r in enumerate(runs) if raw["baseline"] in (r.public_id, r.name)]
         if not matches:

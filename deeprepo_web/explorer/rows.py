@@ -112,7 +112,8 @@ def run_row_html(run: Run, *, url: str, reward: RunReward | None, group_key: str
         if run.checkpoint_step is not None else "",
         notes=format_html('<div class="notes muted">{}</div>', clip(run.notes, 100)) if run.notes else "",
         kind=run.kind,
-        status=run.status,
+        # A run the worker is deleting says so until it is gone (runs.deletion).
+        status="deleting" if run.deletion_requested_at else run.status,
         model=run.model,
         model_shown=run.model or "—",
         environment=run.environment,

@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.safestring import SafeString
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from deeprepo_web.accounts import access
+from deeprepo_web.audit.context import actor_name
 from deeprepo_web.explorer import grouping, selectors
 from deeprepo_web.explorer.columns import FIXED, columns_for, columns_save
 from deeprepo_web.explorer.evalsummary import (
@@ -27,6 +29,7 @@ from deeprepo_web.explorer.live import POLL_ACTIVE, POLL_IDLE, run_live_state
 from deeprepo_web.explorer.rows import run_row_html
 from deeprepo_web.front.http import STOP_POLLING, is_htmx, page_param
 from deeprepo_web.labels.selectors import run_label_counts, with_label_counts
+from deeprepo_web.runs.deletion import run_contents, run_delete_request
 from deeprepo_web.runs.models import FINAL_RUN_STATUSES, MetricSeries, Rollout, Run, RunKind, RunStatus
 from deeprepo_web.runs.services import ingest_refusals
 
@@ -209,6 +212,7 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         "chart_config": chart_config,
         "final": run.status in FINAL_RUN_STATUSES,
         "refusals": ingest_refusals(run=run),
+        "can_write": access.can_write(request.user, run.project),
     })
 
 
@@ -248,3 +252,17 @@ def run_redirect(request: HttpRequest, run_id: str) -> HttpResponse:
     """Short link printed by the client: /r/<id>/ -> the run page inside its project."""
     run = access.run_for_user(request.user, run_id)
     return redirect("run", slug=run.project.slug, run_id=run.public_id)
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@login_required
+def run_delete(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
+    """GET: the confirmation, naming what goes; POST: delete now, or hand a big run to the worker."""
+    run = access.run_for_user(request.user, run_id, write=True, slug=slug)
+    if request.method == "POST":
+        done = run_delete_request(run=run, actor=actor_name())
+        note = "deleted" if done else "is being deleted in the background"
+        messages.success(request, f"Run {run.name} ({run.public_id}) {note}.")
+        return redirect("project", slug=slug)
+    return render(request, "explorer/run_delete.html", {
+        "project": run.project, "run": run, "contents": run_contents(run=run)})

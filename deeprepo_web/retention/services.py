@@ -73,16 +73,17 @@ def _run_bodies_clear(run: Run, cutoff: datetime, batch: int) -> tuple[int, list
     return len(ids), shas
 
 
-def _blobs_collect(shas: list[str]) -> int:
-    """Remove from the store the blobs no run refers to any more (after the clearing committed)."""
+def blobs_collect(shas: list[str]) -> int:
+    """Remove from the store the blobs no run refers to any more; call it after the transaction that
+    dropped the references committed (the sweep's clearing, a run's deletion)."""
     used = set(BlobRef.objects.filter(sha__in=shas).values_list("sha", flat=True))
     gone = 0
     for sha in set(shas) - used:
         try:
             storage.backend().delete(storage.blob_key(sha))
             gone += 1
-        except storage.StorageError as exc:  # kept for now; a later sweep or run deletion retries
-            log.warning("retention: blob %s kept: %s", sha, exc)
+        except storage.StorageError as exc:  # an orphan wastes space but harms nobody
+            log.warning("blob %s kept: %s", sha, exc)
     return gone
 
 
@@ -109,7 +110,7 @@ def retention_sweep(*, now: datetime | None = None, batch: int = BATCH, budget: 
                 budget -= 1
                 n, shas = _run_bodies_clear(run, cutoff, batch)
                 bodies += n
-                swept.blobs += _blobs_collect(shas)
+                swept.blobs += blobs_collect(shas)
                 if n < batch:
                     break
         while budget > 0 and runs:

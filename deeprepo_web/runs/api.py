@@ -19,8 +19,9 @@ from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey
 from deeprepo_web.api.auth import ingest_auth, read_auth, run_for
 from deeprepo_web.api.errors import loads, pydantic_error_line
+from deeprepo_web.audit.context import actor_name
 from deeprepo_web.front.http import MAX_PAGE
-from deeprepo_web.runs import schemas, selectors, services
+from deeprepo_web.runs import deletion, schemas, selectors, services
 from deeprepo_web.runs.ingest.metrics import metrics_ingest as store_metrics
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest as store_rollouts
 from deeprepo_web.runs.models import Rollout, Run
@@ -66,6 +67,15 @@ def run_update(request: HttpRequest, run_id: str, payload: schemas.RunPatch) -> 
     # null means "leave as is": every run field is a non-null column
     changes = clean_deep(payload.model_dump(exclude_unset=True, exclude_none=True))
     return services.run_update(run=run, **changes)
+
+
+@router.delete("/runs/{run_id}", auth=ingest_auth, response={200: schemas.RunDeleteOut, 202: schemas.RunDeleteOut})
+def run_delete(request: HttpRequest, run_id: str) -> Status:
+    """Delete a run and all it holds; 202 when it is big enough to be deleted by the worker."""
+    run = run_for(request, run_id, write=True)
+    contents = deletion.run_contents(run=run).as_dict()
+    done = deletion.run_delete_request(run=run, actor=actor_name())
+    return Status(200 if done else 202, {"id": run_id, "deleted": done, "contents": contents})
 
 
 @router.post("/runs/{run_id}/finish", auth=ingest_auth, response=schemas.RunOut)

@@ -58,6 +58,9 @@ class Run(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     # A cache of aggregates (last reward, counts ...) for list pages; rebuilt from rows when in doubt.
     summary = models.JSONField(default=dict, blank=True)
+    # Set when an editor asked to delete a run too big to delete within the request: the worker
+    # deletes it (runs.deletion); until then the runs table and the run page say "deleting".
+    deletion_requested_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [

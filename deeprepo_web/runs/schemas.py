@@ -76,6 +76,12 @@ class RunOut(Schema):
         return settings.SITE_URL + reverse("run", args=[run.project.slug, run.public_id])
 
 
+class RunDeleteOut(Schema):
+    id: str
+    deleted: bool  # false: the run is big; the worker deletes it (the runs table says "deleting")
+    contents: dict[str, int]  # what goes: rollouts, turns, metric_keys, search_docs, marks, artifacts, blobs …
+
+
 class IngestOut(Schema):
     received: int
     stored: int

@@ -107,6 +107,18 @@ def run_touch(*, run: Run) -> None:
     run.updated_at = now
 
 
+def run_name_free(*, project: Project, name: str, limit: int = 200) -> str:
+    """`name`, or `name (2)`, `name (3)` … : the first no run of the project has, so two runs
+    launched alike (same template, same minute) can be told apart in every list."""
+    taken = set(Run.objects.filter(project=project, name__startswith=name[: limit - 8]).values_list("name", flat=True))
+    if name not in taken:
+        return name
+    n = 2
+    while (candidate := f"{name[: limit - 3 - len(str(n))]} ({n})") in taken:
+        n += 1
+    return candidate
+
+
 def run_delete(*, run: Run) -> dict[str, int]:
     """Delete a run with its rows and its stored objects; returns counts of what went.
 
@@ -134,17 +146,9 @@ def run_delete(*, run: Run) -> dict[str, int]:
         cur.execute("DELETE FROM runs_rollout WHERE run_id = %s", [run.pk])
         rollouts = cur.rowcount
         run.delete()  # the small rest (series, artifacts, blob refs, other apps' links) through the ORM
-    blobs = 0
-    still_used = set(BlobRef.objects.filter(sha__in=shas).values_list("sha", flat=True))
-    for sha in shas:
-        if sha in still_used:
-            continue
-        try:
-            storage.blob_delete(sha)
-            blobs += 1
-        except storage.StorageError as exc:
-            # The rows are gone already; an orphan blob wastes space but harms nobody.
-            log.warning("run_delete: blob %s kept: %s", sha, exc)
+    from deeprepo_web.retention.services import blobs_collect
+
+    blobs = blobs_collect(shas)  # after the commit: only blobs no other run refers to
     return {"objects": objects, "blobs": blobs, "metrics": metrics, "rollouts": rollouts}
 
 

@@ -9,6 +9,7 @@ import tempfile
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
@@ -68,6 +69,8 @@ def search(request: HttpRequest, slug: str) -> HttpResponse:
         "project": project, "spec": spec, "results": results, "has_next": has_next, "page": page,
         "failed": failed, "modes": MODES, "fields": FIELD_LABELS, "query": query,
         "runs": Run.objects.filter(project=project).order_by("-created_at").only("public_id", "name")[:500],
+        # A search within one run is that run's Search tab: the page wears the run's header and tabs.
+        "run": Run.objects.filter(project=project, public_id=spec.run).first() if spec.run else None,
         "labels": Label.objects.filter(project=project).order_by("name"),
         "can_write": membership.allows("editor"),
         "lag": search_index_lag(),
@@ -121,8 +124,10 @@ def bulk_label(request: HttpRequest, slug: str) -> HttpResponse:
     except (LabelError, SearchFailed) as exc:
         return render(request, "search/bulk_done.html", {"project": project, "back": back, "error": str(exc)},
                       status=400)
-    return render(request, "search/bulk_done.html", {"project": project, "back": back, "label": label,
-                                                      "added": added, "limit": BULK_MAX})
+    # Back to the same results, which now show the label, with a line saying what was done.
+    messages.success(request, f"Labelled {added} more rollout{'s' if added != 1 else ''} “{label.name}” "
+                              f"(rollouts that had it kept their mark; at most {BULK_MAX} a time).")
+    return redirect(back)
 
 
 EXPORTS = {"jsonl": "application/x-ndjson", "parquet": "application/vnd.apache.parquet", "hf": "application/zip"}

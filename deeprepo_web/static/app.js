@@ -22,6 +22,28 @@
     window.htmx.ajax("GET", link.getAttribute("href"), {source: via});
   }
   document.addEventListener("click", loadVia);
+  // A "Copy" button (data-copy="#input") puts the input's value on the clipboard and says so; where
+  // the clipboard API is refused (plain http on another host), the text is selected for Ctrl+C.
+  function copyField(ev) {
+    var button = ev.target.closest && ev.target.closest("button[data-copy]");
+    if (!button) return;
+    var field = document.querySelector(button.getAttribute("data-copy"));
+    if (!field) return;
+    var label = button.textContent;
+    function said(text) {
+      button.textContent = text;
+      window.setTimeout(function () { button.textContent = label; }, 2000);
+    }
+    field.focus();
+    field.select();
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(field.value).then(function () { said("Copied"); },
+        function () { said("Press Ctrl+C to copy"); });
+    } else {
+      said(document.execCommand && document.execCommand("copy") ? "Copied" : "Press Ctrl+C to copy");
+    }
+  }
+  document.addEventListener("click", copyField);
   document.addEventListener("DOMContentLoaded", function () { prettyJson(document); });
   document.addEventListener("htmx:afterSwap", function (ev) { prettyJson(ev.target); });
 })();

@@ -125,8 +125,13 @@ def test_make_run_in_a_fresh_clone_then_manage_py_beside_it(scratch: Path) -> No
                             stdout=open(log, "wb"), stderr=subprocess.STDOUT)
     try:
         _wait_login(f"http://127.0.0.1:{port}/login/", log, proc)
-        text = log.read_text()
+        deadline = time.monotonic() + 60  # the launcher prints once its own request was answered
+        while "web app on" not in (text := log.read_text()):
+            assert proc.poll() is None and time.monotonic() < deadline, text[-3000:]
+            time.sleep(0.3)
         assert "database: postgresql://" in text, text
+        # The login is printed once the web server answers, not while it is still starting.
+        assert text.index("Listening at: http://") < text.index("login: "), text
         # A quiet first screen: no package list, no Celery banner or warnings meant for operators.
         for noise in (" + django==", "superuser privileges", "No hostname was supplied", "-------------- [queues]"):
             assert noise not in text, f"{noise!r} in the start-up log:\n{text}"
@@ -150,6 +155,11 @@ def test_make_run_in_a_fresh_clone_then_manage_py_beside_it(scratch: Path) -> No
         postgres_left = _postgres_of(data)
         _sweep(tmp_path)
     assert not postgres_left, "make run left its Postgres running"
+    # Ctrl-C stops everything once, in order: no cold shutdown, no Celery error or traceback.
+    stopped = log.read_text().rsplit("Ctrl-C stops everything", 1)[-1]
+    for noise in ("cold shutdown", "Traceback", "ERROR/", "[ERROR]", "CRITICAL"):
+        assert noise not in stopped, f"{noise!r} while stopping:\n{stopped[-3000:]}"
+    assert "[deeprepo]\x1b[0m stopped" in stopped or "stopped" in stopped, stopped[-2000:]
 
     # make run is down: manage.py starts the embedded server itself, and stops it when done.
     query = f"from deeprepo_web.runs.models import Run; print('found', Run.objects.filter(public_id='{run_id}').count())"

@@ -74,16 +74,19 @@ def test_editor_bulk_labels_search_results(client, team, corpus):
     label = Label.objects.create(project=team.project, name="gives-up")
     client.force_login(team.editor)
     res = client.post(reverse("search_label", args=["demo"]), {"q": "give up", "apply_label": "gives-up",
-                                                               "note": "found by search"})
-    assert res.status_code == 200 and "Labelled <strong>2</strong>" in res.content.decode()
+                                                               "note": "found by search"}, follow=True)
+    # Back on the same results, which say what was done.
+    assert res.redirect_chain == [(_url(q="give up"), 302)]
+    assert "Labelled 2 more rollouts “gives-up”" in res.content.decode()
     marked = set(Mark.objects.filter(label=label).values_list("rollout_id", flat=True))
     assert marked == {corpus.ids["giveup"], corpus.ids["second-giveup"]}
     # Filtering by the label lists exactly those.
     html = client.get(_url(label="gives-up")).content.decode()
     assert set(map(int, re.findall(r'/rollouts/(\d+)/"', html))) == marked
     # Again: nothing new.
-    res = client.post(reverse("search_label", args=["demo"]), {"q": "give up", "apply_label": "gives-up"})
-    assert "Labelled <strong>0</strong>" in res.content.decode()
+    res = client.post(reverse("search_label", args=["demo"]), {"q": "give up", "apply_label": "gives-up"},
+                      follow=True)
+    assert "Labelled 0 more rollouts" in res.content.decode()
 
 
 def test_viewer_cannot_bulk_label(client, team, corpus):

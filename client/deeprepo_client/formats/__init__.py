@@ -22,7 +22,7 @@ from typing import Any
 from ..records import Detected, Event, MetricsEvent, Problem, RewardsEvent, RolloutsEvent, RunEvent
 from . import registry
 from ._builtin import register_builtin
-from ._detect import describe, detect
+from ._detect import describe, detect, zip_damage
 from ._patches import patch_touches_tests
 from ._zips import SafeZip, ZipLimits, ZipRejected, rmtree_quiet
 from .registry import Format, Parser, Sniff, register
@@ -141,6 +141,11 @@ def parse(path: str | Path, *, fmt: str | None = None, partial_ok: bool = False,
         d = Detected(fmt, str(p)) if fmt else detect(p)
     except Exception as e:  # detection reads files: any oddity there is the input's fault
         yield Problem(str(p), None, f"could not inspect input: {type(e).__name__}: {e}", fatal=True)
+        return
+    if d is None and (damage := zip_damage(p)) is not None:
+        yield Problem(str(p), None, f"corrupt zip: it starts like a zip but cannot be opened ({damage}); it was "
+                      "probably cut short: send the whole file again",
+                      fatal=True)
         return
     if d is None:
         yield Problem(str(p), None, f"unknown format: {describe(p)}; {registry.expected()}", fatal=True)

@@ -159,6 +159,22 @@ def detect(path: str | Path) -> Detected | None:
     return None
 
 
+def zip_damage(p: Path) -> str | None:
+    """Why a file that starts like a zip cannot be opened as one (cut short by an upload, a copy
+    that stopped), or None when it is no zip or opens fine."""
+    try:
+        if not p.is_file():
+            return None
+        with open(p, "rb") as f:
+            magic = f.read(4)
+        if magic not in (b"PK\x03\x04", b"PK\x05\x06"):
+            return None
+        with zipfile.ZipFile(p):
+            return None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as e:
+        return str(e) or type(e).__name__
+
+
 def describe(p: Path) -> str:
     """What an unknown input looks like, for the fatal Problem."""
     try:

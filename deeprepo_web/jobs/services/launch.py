@@ -17,7 +17,7 @@ from deeprepo_web.jobs.params import ParamError, render_command, validate_params
 from deeprepo_web.jobs.services.errors import JobInputError, JobStateError
 from deeprepo_web.jobs.services.state import finalize, job_event
 from deeprepo_web.runs.models import RunStatus
-from deeprepo_web.runs.services import run_create
+from deeprepo_web.runs.services import run_create, run_name_free
 from deeprepo_web.text import clean_deep, clean_text
 from workers.backends import BackendError, Resources
 from workers.queue import enqueue
@@ -84,6 +84,7 @@ def job_launch(
     name = clean_text(name or "").strip() or f"{template.name} {timezone.now():%Y-%m-%d %H:%M}"
     if len(name) > 200:
         raise JobInputError("name", "must be at most 200 characters")
+    name = run_name_free(project=project, name=name)
     run, _ = run_create(
         project=project, name=name, kind=template.kind, status=RunStatus.QUEUED, source="job",
         method="grpo" if template.slug in ("demo-grpo", "trl-grpo", "prime-rl") else "",

@@ -165,8 +165,21 @@
       y.range = function (u, lo, hi) {
         return [range[0] == null ? lo : range[0], range[1] == null ? hi : range[1]];
       };
+    } else if (!chart.log) {
+      y.range = flatSafeRange;
     }
     return y;
+  }
+
+  // uPlot draws a constant series of zeros on a 0–100 axis, which reads as "something near 0 of
+  // 100": a flat line gets a small range around its value instead; others keep uPlot's own.
+  function flatSafeRange(u, lo, hi) {
+    if (lo == null || hi == null || !isFinite(lo) || !isFinite(hi)) return [lo, hi];
+    if (lo === hi) {
+      var pad = Math.abs(lo) * 0.1 || 1;
+      return [lo - pad, hi + pad];
+    }
+    return uPlot.rangeNum(lo, hi, 0.1, true);
   }
 
   function clipRange(data) {

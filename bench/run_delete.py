@@ -1,0 +1,104 @@
+"""Deleting a big run: how long `run_delete` takes for one run of 10^5 rollouts (~8 turns each) with
+its tool calls, metric points, search documents, labels and blobs, beside another run that stays.
+
+    python bench/run_delete.py [--rollouts 100000] [--reuse]
+
+A scratch database (`deeprepo_bench_run_delete`) is seeded by `manage.py seed_scale` (two runs), the
+indexer makes every body searchable, a label marks every tenth rollout and a few hundred blobs are
+stored for the big run; then the big run is deleted once through the service the page and the API
+call. `--reuse` keeps a database seeded before (the run to delete must still be there).
+Last line: {"rollouts", "turns", "docs", "marks", "blobs", "seconds", "other_run_kept"}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.common import BASE_URL, scratch_database  # noqa: E402
+
+DB = "deeprepo_bench_run_delete"
+BLOBS = 300
+
+
+def _seed(url: str, rollouts: int) -> None:
+    # Two runs: seed_scale spreads the rollouts over them, so the big one holds half; ask for twice.
+    subprocess.run([sys.executable, "manage.py", "seed_scale", "--rollouts", str(rollouts * 2), "--runs", "2",
+                    "--project", "bench", "--long-points", "1000", "--metric-steps", "300"],
+                   cwd=ROOT, env={**os.environ, "DATABASE_URL": url}, check=True)
+
+
+def _prepare() -> Any:
+    """Search documents, a label on every tenth rollout and blobs for the biggest run; returns it."""
+    from django.db import connection
+
+    from deeprepo_web import storage
+    from deeprepo_web.labels.models import Label
+    from deeprepo_web.runs.models import BlobRef, Run
+    from deeprepo_web.search.indexer import search_index_update
+
+    run = max(Run.objects.filter(project__slug="bench"), key=lambda r: r.rollouts.count())
+    while search_index_update(budget_seconds=600):
+        pass
+    label, _ = Label.objects.get_or_create(project=run.project, name="bench")
+    with connection.cursor() as cur:
+        cur.execute("INSERT INTO labels_mark (label_id, rollout_id, run_id, note, status, source, created_at) "
+                    "SELECT %s, id, run_id, '', 'confirmed', 'person', now() FROM runs_rollout "
+                    "WHERE run_id = %s AND id %% 10 = 0 ON CONFLICT DO NOTHING", [label.pk, run.pk])
+    for i in range(BLOBS):
+        sha = storage.blob_put(f"bench blob {run.pk} {i}".encode() * 200)
+        BlobRef.objects.get_or_create(sha=sha, run=run)
+    return run
+
+
+def _counts(run: Any) -> dict[str, int]:
+    from deeprepo_web.labels.models import Mark
+    from deeprepo_web.runs.models import BlobRef, Turn
+    from deeprepo_web.search.models import Doc
+
+    return {"rollouts": run.rollouts.count(), "turns": Turn.objects.filter(rollout__run=run).count(),
+            "docs": Doc.objects.filter(run_id=run.pk).count(), "marks": Mark.objects.filter(run=run).count(),
+            "blobs": BlobRef.objects.filter(run=run).count()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rollouts", type=int, default=100_000)
+    parser.add_argument("--reuse", action="store_true")
+    args = parser.parse_args()
+    head, _, _ = BASE_URL.rpartition("/")
+    url = f"{head}/{DB}" if args.reuse else scratch_database(DB)
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DEEPREPO_DATA_DIR", tempfile.mkdtemp(prefix="bench-run-delete-"))
+    if not args.reuse:
+        t0 = time.monotonic()
+        _seed(url, args.rollouts)
+        print(f"seeded in {time.monotonic() - t0:.0f}s", file=sys.stderr)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
+    import django
+
+    django.setup()
+    from deeprepo_web.runs.models import Run
+    from deeprepo_web.runs.services import run_delete
+
+    run = _prepare()
+    counts = _counts(run)
+    print(f"deleting {counts}", file=sys.stderr)
+    t0 = time.monotonic()
+    run_delete(run=run)
+    seconds = time.monotonic() - t0
+    kept = Run.objects.filter(project__slug="bench").exists()
+    print(json.dumps({**counts, "seconds": round(seconds, 2), "other_run_kept": kept}))
+
+
+if __name__ == "__main__":
+    main()
