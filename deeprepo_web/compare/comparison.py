@@ -101,7 +101,7 @@ def _finite(a: np.ndarray) -> np.ndarray:
     return a[~np.isnan(a)]
 
 
-def _rate_cell(a: np.ndarray) -> Cell:
+def rate_cell(a: np.ndarray) -> Cell:
     f = _finite(a)
     if f.size == 0:
         return Cell("—")
@@ -189,7 +189,7 @@ def _cost_total_cell(d: RunData, boot: _Boot) -> Cell:
 
 
 def _rate(attr: str) -> Callable[[RunData, _Boot], Cell]:
-    return lambda d, boot: _rate_cell(getattr(d, attr))
+    return lambda d, boot: rate_cell(getattr(d, attr))
 
 
 def _n_cell(d: RunData, boot: _Boot) -> Cell:

@@ -156,7 +156,7 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
             raise Http404("the shared report is not published")
         # Only the published version's stored data: nothing of the project is read again.
         ctx.update({"report": link.report, "version": version, "reading": True,
-                    "items": version_items(version=version, project=link.project),
+                    "items": version_items(version=version, project=link.project, reader_host=request.get_host()),
                     "title": link.title or version.title})
         template = "sharing/shared_report.html"
     elif link.kind == ShareKind.EXAMPLE and link.example is not None:
