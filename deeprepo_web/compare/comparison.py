@@ -211,8 +211,8 @@ class _RowSpec:
 _ROWS = (
     _RowSpec("reward", "Average reward", _reward_cell, "reward", +1),
     _RowSpec("reward_range", "Reward range", _range_cell),
-    _RowSpec("turns", "Average turns (range)", _turns_cell, "turns", 0, "{:+.2f}"),
-    _RowSpec("turns_sd", "Turns σ", _turns_sd_cell),
+    _RowSpec("turns", "Average model turns (range)", _turns_cell, "turns", 0, "{:+.2f}"),
+    _RowSpec("turns_sd", "Model turns σ", _turns_sd_cell),
     _RowSpec("input_tokens", "Input tokens / rollout", _count_cell("input_tokens"), "input_tokens", -1, "{:+,.0f}"),
     _RowSpec("output_tokens", "Output tokens / rollout", _count_cell("output_tokens"), "output_tokens", -1,
              "{:+,.0f}"),
