@@ -50,7 +50,7 @@ def test_every_page_names_the_count_it_shows(client: Any, team: Any) -> None:
     both = _text(client.get(reverse("example_compare", args=["demo", rollout.example_id]) + f"?a={a}&b={b}").content.decode())
     assert both.count("model turns 3") == 2 and both.count("all turns 8") == 2
     table = client.get(reverse("rollouts", args=["demo", run.public_id])).content.decode()
-    assert ">Model turns</a></th>" in table
+    assert ">Model<br>turns</a></th>" in table
     run_page = _text(client.get(reverse("run", args=["demo", run.public_id])).content.decode())
     assert "model turns / rollout 3" in run_page
 
