@@ -44,7 +44,7 @@ def test_spans_without_trace_info_reach_the_traces_run_which_then_finishes(clien
     exp = ex.experiment_create(project=team.project, name="agents", tags={})
     exp_id = ex.wire_id(exp)
     _spans(client, team.key, exp_id, T1, 0.25)  # ... and the client died before the trace info
-    assert PendingSpan.objects.filter(trace_id=T1, experiment_id=exp_id).count() == 5
+    assert PendingSpan.objects.filter(trace_id=T1, experiment_id=exp_id).count() == 6
     assert not Run.objects.filter(project=team.project).exists()
 
     now = timezone.now()
@@ -82,12 +82,15 @@ def test_spans_of_a_deleted_experiment_are_dropped(client: Any, team: Any) -> No
     Experiment.objects.filter(pk=exp.pk).delete()
     later = timezone.now() + timedelta(seconds=settings.DEEPREPO_MLFLOW_PENDING_SECONDS + 1)
     swept = mlflow_traces_sweep(now=later)
-    assert (swept.settled, swept.dropped) == (0, 5) and not PendingSpan.objects.exists()
+    assert (swept.settled, swept.dropped) == (0, 6) and not PendingSpan.objects.exists()
     assert not Run.objects.filter(project=team.project).exists()
 
 
-def test_beat_runs_the_sweep() -> None:
+def test_beat_runs_the_sweep(team: Any) -> None:
     from workers.celery import app
+    from workers.tasks import mlflow as tasks
 
     entry = settings.CELERY_BEAT_SCHEDULE["mlflow-traces"]
-    assert entry["task"] == "deeprepo.mlflow.traces_sweep" and entry["task"] in app.tasks
+    assert entry["task"] == "deeprepo.mlflow.traces_sweep" == tasks.mlflow_traces_sweep.name
+    assert "workers.tasks.mlflow" in app.conf.include  # the worker loads it
+    assert tasks.mlflow_traces_sweep() == {"settled": 0, "dropped": 0, "finished": 0}
