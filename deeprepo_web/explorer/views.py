@@ -180,7 +180,7 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     evals = list(Run.objects.filter(parent=run).order_by("checkpoint_step", "created_at")[:200])
     has_step_rollouts = Rollout.objects.filter(run=run, step__isnull=False).exists()
     summary = run_eval_summary(run=run) if wants_summary(run=run, has_step_rollouts=has_step_rollouts) else None
-    curves = [{"key": s["key"], "count": s["count"]} for s in series if is_curve(s)]
+    curves: list[dict[str, Any]] = [{"key": s["key"], "count": s["count"]} for s in series if is_curve(s)]
     chart_config = {
         "run": {"id": run.public_id, "name": run.name},
         "overlay": overlay,
@@ -188,7 +188,7 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         # scoreboard instead.
         "keys": curves,
         # The x-axis a key defined for itself (W&B define_metric): offered as "defined x-axis".
-        "xAxes": metric_axes_for(run=run, keys=[c["key"] for c in curves]),
+        "xAxes": metric_axes_for(run=run, keys=[str(c["key"]) for c in curves]),
         "seriesUrl": "/api/v1/runs/",
         "healthUrl": reverse("run_health", args=[run.project.slug, run.public_id]),
         "liveUrl": reverse("run_live", args=[run.project.slug, run.public_id]),
