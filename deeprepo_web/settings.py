@@ -278,9 +278,14 @@ CELERY_BEAT_SCHEDULE = {
     "search-index": {"task": "deeprepo.search.index", "schedule": DEEPREPO_SEARCH_INDEX_SECONDS,
                      "options": {"expires": DEEPREPO_SEARCH_INDEX_SECONDS * 2}},
     # Old rollout bodies and OTLP items (each project's retention setting), a bounded batch per beat.
+    # MLflow spans whose trace info never came go to their experiment's traces run; idle traces runs finish.
+    "mlflow-traces": {"task": "deeprepo.mlflow.traces_sweep", "schedule": 60.0, "options": {"expires": 120}},
     "retention": {"task": "deeprepo.retention.sweep", "schedule": float(env_int("DEEPREPO_RETENTION_SECONDS", 3600)),
                   "options": {"expires": 3000}},
 }
+# MLflow: spans still waiting for their trace info this long, and an experiment's traces run without a
+# new trace this long, are settled by beat (mlflow_server/sweep.py).
+DEEPREPO_MLFLOW_PENDING_SECONDS = float(env_str("DEEPREPO_MLFLOW_PENDING_SECONDS", "600"))
 # OTLP spans and log records whose trace became a rollout are deleted after this many days.
 DEEPREPO_OTLP_ITEM_DAYS = env_int("DEEPREPO_OTLP_ITEM_DAYS", 7)
 # Dispatch retries of transient cluster errors: attempts in all, and the first backoff (doubles).

@@ -10,5 +10,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
 
 app = Celery("deeprepo", include=["workers.tasks.artifacts", "workers.tasks.imports", "workers.tasks.jobs",
                                      "workers.tasks.search", "workers.tasks.judge", "workers.tasks.retention",
-                                     "workers.tasks.sweeps", "workers.tasks.checkpoint_evals", "workers.tasks.runs"])
+                                     "workers.tasks.sweeps", "workers.tasks.checkpoint_evals", "workers.tasks.runs",
+                                     "workers.tasks.mlflow"])
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -102,7 +102,7 @@ def _finite(a: np.ndarray) -> np.ndarray:
     return a[~np.isnan(a)]
 
 
-def _rate_cell(a: np.ndarray) -> Cell:
+def rate_cell(a: np.ndarray) -> Cell:
     f = _finite(a)
     if f.size == 0:
         return Cell("—")
@@ -190,7 +190,7 @@ def _cost_total_cell(d: RunData, boot: _Boot) -> Cell:
 
 
 def _rate(attr: str) -> Callable[[RunData, _Boot], Cell]:
-    return lambda d, boot: _rate_cell(getattr(d, attr))
+    return lambda d, boot: rate_cell(getattr(d, attr))
 
 
 def _n_cell(d: RunData, boot: _Boot) -> Cell:
@@ -212,8 +212,8 @@ class _RowSpec:
 _ROWS = (
     _RowSpec("reward", "Average reward", _reward_cell, "reward", +1),
     _RowSpec("reward_range", "Reward range", _range_cell),
-    _RowSpec("turns", "Average turns (range)", _turns_cell, "turns", 0, "{:+.2f}"),
-    _RowSpec("turns_sd", "Turns σ", _turns_sd_cell),
+    _RowSpec("turns", "Average model turns (range)", _turns_cell, "turns", 0, "{:+.2f}"),
+    _RowSpec("turns_sd", "Model turns σ", _turns_sd_cell),
     _RowSpec("input_tokens", "Input tokens / rollout", _count_cell("input_tokens"), "input_tokens", -1, "{:+,.0f}"),
     _RowSpec("output_tokens", "Output tokens / rollout", _count_cell("output_tokens"), "output_tokens", -1,
              "{:+,.0f}"),

@@ -29,6 +29,7 @@ from deeprepo_web.explorer.live import POLL_ACTIVE, POLL_IDLE, run_live_state
 from deeprepo_web.explorer.rows import run_row_html
 from deeprepo_web.front.http import STOP_POLLING, is_htmx, page_param
 from deeprepo_web.labels.selectors import run_label_counts, with_label_counts
+from deeprepo_web.runs.axes import metric_axes_for
 from deeprepo_web.runs.deletion import run_contents, run_delete_request
 from deeprepo_web.runs.models import FINAL_RUN_STATUSES, MetricSeries, Rollout, Run, RunKind, RunStatus
 from deeprepo_web.runs.services import ingest_refusals
@@ -182,12 +183,15 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     evals = list(Run.objects.filter(parent=run).order_by("checkpoint_step", "created_at")[:200])
     has_step_rollouts = Rollout.objects.filter(run=run, step__isnull=False).exists()
     summary = run_eval_summary(run=run) if wants_summary(run=run, has_step_rollouts=has_step_rollouts) else None
+    curves: list[dict[str, Any]] = [{"key": s["key"], "count": s["count"]} for s in series if is_curve(s)]
     chart_config = {
         "run": {"id": run.public_id, "name": run.name},
         "overlay": overlay,
         # A series of one point (or with no finite value) is a number, not a curve: it goes to the
         # scoreboard instead.
-        "keys": [{"key": s["key"], "count": s["count"]} for s in series if is_curve(s)],
+        "keys": curves,
+        # The x-axis a key defined for itself (W&B define_metric): offered as "defined x-axis".
+        "xAxes": metric_axes_for(run=run, keys=[str(c["key"]) for c in curves]),
         "seriesUrl": "/api/v1/runs/",
         "healthUrl": reverse("run_health", args=[run.project.slug, run.public_id]),
         "liveUrl": reverse("run_live", args=[run.project.slug, run.public_id]),

@@ -12,7 +12,7 @@ from deeprepo_web.labels.models import Label
 
 
 def label_rate_rows(data: list[Any], baseline: int, boot: Any) -> list[Any]:
-    from deeprepo_web.compare.comparison import Delta, Row, _rate_cell
+    from deeprepo_web.compare.comparison import Delta, Row, rate_cell
 
     ids = [i for d in data for i in d.ids]
     if not ids:
@@ -30,6 +30,6 @@ def label_rate_rows(data: list[Any], baseline: int, boot: Any) -> list[Any]:
         deltas: list[Any] = [None if i == baseline or not len(a) or not len(arrays[baseline])
                              else Delta(boot.diff(data[baseline], d, arrays[baseline], a), 0)
                              for i, (d, a) in enumerate(zip(data, arrays, strict=True))]
-        rows.append(Row(f"label:{label.name}", f"Label rate: {label.name}", [_rate_cell(a) for a in arrays],
+        rows.append(Row(f"label:{label.name}", f"Label rate: {label.name}", [rate_cell(a) for a in arrays],
                         deltas, "{:+.3f}", rel=False))
     return rows

@@ -37,13 +37,16 @@ class Trace(models.Model):
 
 
 class PendingSpan(models.Model):
-    """A span that came over OTLP before its trace info said which run it belongs to."""
+    """A span that came over OTLP before its trace info said which run it belongs to. One whose trace
+    info never comes (the client died) goes to its experiment's traces run after a while (sweep.py)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
     trace_id = models.CharField(max_length=32)
+    experiment_id = models.CharField(max_length=32, default="", blank=True)  # the x-mlflow-experiment-id header
     key = models.CharField(max_length=80)
     item = models.JSONField()  # the decoded OTLP item (otlp.decode.Item), its attributes translated
     received_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "trace_id", "key"], name="mlflow_pending_unique")]
+        indexes = [models.Index(fields=["received_at"], name="mlflow_pending_received")]

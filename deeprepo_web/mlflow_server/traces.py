@@ -28,7 +28,7 @@ from deeprepo_web.mlflow_server.wire import body
 from deeprepo_web.otlp.decode import Decoded, Item
 from deeprepo_web.otlp.services import otlp_items_ingest
 from deeprepo_web.runs import services as run_services
-from deeprepo_web.runs.models import Run
+from deeprepo_web.runs.models import Run, RunStatus
 
 _LOCK = 18  # pg advisory lock namespace: (this, hash of the trace id) while its spans change place
 
@@ -41,7 +41,7 @@ def _lock(trace_ids: list[str]) -> None:
 
 def mlflow_spans_receive(*, project: Project, experiment_id: str, decoded: Decoded) -> None:
     """Spans of an MLflow client: to their trace's run if known, else kept until the trace info."""
-    ex.experiment_get(project, experiment_id)  # an unknown experiment: 404, nothing kept
+    exp = ex.experiment_get(project, experiment_id)  # an unknown experiment: 404, nothing kept
     items = [Item(**{**asdict(i), "data": otlp_span_data(i.data, i.name)})
              for _, group in decoded.groups for i in group if i.kind == "span"]
     if not items:
@@ -50,19 +50,23 @@ def mlflow_spans_receive(*, project: Project, experiment_id: str, decoded: Decod
         _lock([i.trace_id for i in items])
         runs = dict(Trace.objects.filter(project=project, trace_id__in={i.trace_id for i in items})
                     .values_list("trace_id", "run_id"))
-        pending = [PendingSpan(project=project, trace_id=i.trace_id, key=i.key, item=asdict(i))
+        pending = [PendingSpan(project=project, trace_id=i.trace_id, experiment_id=ex.wire_id(exp), key=i.key,
+                               item=asdict(i))
                    for i in items if i.trace_id not in runs]
         PendingSpan.objects.bulk_create(pending, ignore_conflicts=True)
         for run_id in set(runs.values()):
             otlp_items_ingest(run=Run.objects.get(pk=run_id), items=[i for i in items if runs.get(i.trace_id) == run_id])
 
 
-def _traces_run(project: Project, exp_id: str) -> Run:
+def traces_run(project: Project, exp_id: str) -> Run:
+    """The experiment's `<name> traces` run, going again if the sweep had finished it."""
     exp = ex.experiment_get(project, exp_id)
     run, _ = run_services.run_create(project=project, name=f"{exp.name} traces", source=SOURCE,
                                      external_id=f"traces-{ex.wire_id(exp)}",
                                      tags=[f"experiment={exp.name}"[:200]],
                                      config={"_mlflow": {"experiment": exp.name, "experiment_id": ex.wire_id(exp)}})
+    if run.status != RunStatus.RUNNING:
+        run = run_services.run_update(run=run, status=RunStatus.RUNNING, finished_at=None)
     return run
 
 
@@ -77,7 +81,12 @@ def trace_claim(*, project: Project, info: dict[str, Any]) -> Run:
     if run is None:
         location = info.get("trace_location") or {}
         exp_id = (location.get("mlflow_experiment") or {}).get("experiment_id") or ex.DEFAULT_ID
-        run = _traces_run(project, str(exp_id))
+        run = traces_run(project, str(exp_id))
+    return trace_settle(project=project, trace_id=trace_id, run=run)
+
+
+def trace_settle(*, project: Project, trace_id: str, run: Run) -> Run:
+    """The trace belongs to `run` (unless it was settled before): its waiting spans become its rollout."""
     with transaction.atomic():
         _lock([trace_id])
         claimed, _ = Trace.objects.get_or_create(project=project, trace_id=trace_id, defaults={"run": run})
@@ -85,6 +94,7 @@ def trace_claim(*, project: Project, info: dict[str, Any]) -> Run:
         if waiting:
             otlp_items_ingest(run=claimed.run, items=[Item(**p.item) for p in waiting])
             PendingSpan.objects.filter(pk__in=[p.pk for p in waiting]).delete()
+    run_services.run_touch(run=claimed.run)  # the sweep finishes a traces run idle since
     return claimed.run
 
 

@@ -14,6 +14,7 @@ from deeprepo_web.accounts.models import Project
 from deeprepo_web.reports.models import Block, Report, ReportVersion
 from deeprepo_web.reports.panels import KINDS, TEXT, panel_data
 from deeprepo_web.reports.panels.base import PanelKind
+from deeprepo_web.reports.reading import reader_html
 from deeprepo_web.reports.services import MAX_BLOCKS
 from deeprepo_web.trajectories.richtext import markdown_html
 
@@ -32,6 +33,7 @@ class Item:
     version: int = 0
     updated_by: str = ""
     updated_at: datetime | None = None
+    reader_host: str | None = None  # set on a shared page: links into the project become text
 
     @property
     def panel(self) -> PanelKind | None:
@@ -39,7 +41,8 @@ class Item:
 
     @property
     def html(self) -> SafeString:
-        return markdown_html(self.text)
+        out = markdown_html(self.text)
+        return out if self.reader_host is None else reader_html(out, host=self.reader_host)
 
     @property
     def template(self) -> str:
@@ -58,8 +61,9 @@ def draft_items(*, report: Report) -> list[Item]:
                  b.version, b.updated_by.username if b.updated_by else "", b.updated_at) for b in blocks]
 
 
-def version_items(*, version: ReportVersion, project: Project) -> list[Item]:
-    """A version's blocks: a published one with its stored data (never recomputed), others live."""
+def version_items(*, version: ReportVersion, project: Project, reader_host: str | None = None) -> list[Item]:
+    """A version's blocks: a published one with its stored data (never recomputed), others live.
+    `reader_host` (the request's host) for a share link's reader, who cannot open project pages."""
     out = []
     for s in version.blocks[:MAX_BLOCKS]:
         data = None
@@ -68,7 +72,7 @@ def version_items(*, version: ReportVersion, project: Project) -> list[Item]:
                 data = version.frozen.get(s["uid"]) or {"error": "no data was stored for this panel"}
             else:
                 data = panel_data(project, s["kind"], s["params"])
-        out.append(Item(s["uid"], s["kind"], s["text"], s["params"], data))
+        out.append(Item(s["uid"], s["kind"], s["text"], s["params"], data, reader_host=reader_host))
     return out
 
 

@@ -21,7 +21,7 @@ from deeprepo_web.api.auth import ingest_auth, read_auth, run_for
 from deeprepo_web.api.errors import loads, pydantic_error_line
 from deeprepo_web.audit.context import actor_name
 from deeprepo_web.front.http import MAX_PAGE
-from deeprepo_web.runs import deletion, schemas, selectors, services
+from deeprepo_web.runs import axes, deletion, schemas, selectors, services
 from deeprepo_web.runs.ingest.metrics import metrics_ingest as store_metrics
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest as store_rollouts
 from deeprepo_web.runs.models import Rollout, Run
@@ -154,11 +154,13 @@ def rollouts_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
 @router.get("/runs/{run_id}/series", auth=read_auth)
 def series(request: HttpRequest, run_id: str, key: str | None = None, buckets: int = 1000,
            after: int | None = None, start: int | None = None, end: int | None = None,
-           extremes: bool = False) -> dict[str, Any]:
+           extremes: bool = False, x: str | None = None) -> dict[str, Any]:
     """Without `key`: the run's metric keys. With it: the downsampled series (≤ 2,000 buckets) of
     steps [`start`, `end`] (default: all), down to the raw points when the range is narrow; its
     `nonfinite` lists the NaN / ±Infinity points. With `extremes`: the steps of the lowest and
-    highest value in [`start`, `end`] (what a chart's hover names for one bucket).
+    highest value in [`start`, `end`] (what a chart's hover names for one bucket). `x_key` names the
+    x-axis defined for the key (W&B's define_metric), if any; with `x` (a metric key), `x` lists that
+    metric's values at the buckets' steps, to draw the key against it.
 
     With `after`: the raw points past that step, of `key` or of every key (≤ 2,000 a key), which is
     what a live chart appends; keys listed in `truncated` had more and should be read whole.
@@ -178,7 +180,13 @@ def series(request: HttpRequest, run_id: str, key: str | None = None, buckets: i
     result = selectors.series_downsampled(run=run, key=key, buckets=buckets, start=start, end=end)
     if result is None:
         raise HttpError(404, f"key: run {run_id} has no metric {key!r}")
-    return result.as_dict()
+    out = {**result.as_dict(), "x_key": axes.metric_axes_for(run=run, keys=[key]).get(key)}
+    if x is not None:
+        xs = axes.series_x_values(run=run, x_key=x, steps=result.steps)
+        if xs is None:
+            raise HttpError(404, f"x: run {run_id} has no metric {x!r}")
+        out["x"] = xs
+    return out
 
 
 @router.get("/runs/{run_id}/rollouts", auth=read_auth, response=schemas.RolloutPage)

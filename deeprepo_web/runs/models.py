@@ -111,6 +111,18 @@ class MetricSeries(models.Model):
         constraints = [models.UniqueConstraint(fields=["run", "key"], name="series_run_key_unique")]
 
 
+class MetricAxis(models.Model):
+    """The x-axis a run's metric is drawn against besides its step: W&B's `define_metric(key,
+    step_metric=x_key)`. `key` may be a glob ("eval/*"), as the SDK call allows."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="metric_axes")
+    key = models.CharField(max_length=500)
+    x_key = models.CharField(max_length=500)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="metric_axis_run_key_unique")]
+
+
 class Metric(models.Model):
     pk = models.CompositePrimaryKey("series_id", "step")
     series = models.ForeignKey(MetricSeries, on_delete=models.DO_NOTHING, db_constraint=False)

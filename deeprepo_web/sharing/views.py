@@ -100,7 +100,7 @@ def _run_stats(link: ShareLink) -> dict[str, Any]:
         ("Average reward", f"{fmt(stats.mean(r))} (σ {fmt(stats.std(r))})" if r.size else "—"),
         ("95% CI", f"{fmt(ci.lo)} – {fmt(ci.hi)}" if ci and ci.defined else "—"),
         ("Reward range", f"{fmt(float(r.min()))} — {fmt(float(r.max()))}" if r.size else "—"),
-        ("Average turns", fmt(stats.mean(data.turns), 2)),
+        ("Average model turns", fmt(stats.mean(data.turns), 2)),
         ("Input tokens / rollout", "—" if math.isnan(stats.mean(data.input_tokens))
          else f"{stats.mean(data.input_tokens):,.0f}"),
         ("Output tokens / rollout", "—" if math.isnan(stats.mean(data.output_tokens))
@@ -143,7 +143,8 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
             :SHARED_TURNS])
         for t in turns:
             t.calls = sorted(t.tool_calls.all(), key=lambda c: (c.parent_id or 0, c.index))  # type: ignore[attr-defined]
-        ctx.update({"rollout": rollout, "turns": turns, "more_turns": rollout.num_turns > SHARED_TURNS,
+        all_turns = Turn.objects.filter(rollout=rollout).count()  # num_turns counts the model's turns only
+        ctx.update({"rollout": rollout, "turns": turns, "all_turns": all_turns, "more_turns": all_turns > len(turns),
                     "title": link.title or f"Rollout of {rollout.run.name}"})
         if rollout.final_answer and diffs.looks_like_patch(rollout.final_answer):
             ctx.update(diffs.patch_context(rollout, mode="unified"))
@@ -156,7 +157,7 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
             raise Http404("the shared report is not published")
         # Only the published version's stored data: nothing of the project is read again.
         ctx.update({"report": link.report, "version": version, "reading": True,
-                    "items": version_items(version=version, project=link.project),
+                    "items": version_items(version=version, project=link.project, reader_host=request.get_host()),
                     "title": link.title or version.title})
         template = "sharing/shared_report.html"
     elif link.kind == ShareKind.EXAMPLE and link.example is not None:

@@ -184,6 +184,7 @@ def trajectory(request: HttpRequest, slug: str, run_id: str, rollout_id: int) ->
         "prev_id": ids[here - 1] if here else None,
         "next_id": ids[here + 1] if here is not None and here + 1 < len(ids) else None,
         "components": sorted((rollout.reward_components or {}).items()),
+        "all_turns": Turn.objects.filter(rollout=rollout).count(),
         "group_advantage": selectors.group_advantage(rollout=rollout, siblings=siblings)
         if rollout.advantage is None else None,
         **_turns_ctx(rollout, start, limit),
@@ -285,6 +286,8 @@ def example_compare(request: HttpRequest, slug: str, example_id: int) -> HttpRes
     by_index_b = {t.turn.index: t for t in turns_b}
     indices = sorted(set(by_index_a) | set(by_index_b))
     pairs = [(i, by_index_a.get(i), by_index_b.get(i)) for i in indices]
+    for r in (a, b):
+        r.all_turns = Turn.objects.filter(rollout=r).count()  # type: ignore[attr-defined]
     ctx = {
         "project": ex.project,
         "example": ex,

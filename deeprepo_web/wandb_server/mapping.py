@@ -58,6 +58,23 @@ def _tags(run: Run, wb_project: str, fields: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(user + kept))
 
 
+def metric_axes(wandb_config: Any) -> dict[str, str]:
+    """{key or glob: step metric} from the `m` list the SDK keeps in config `_wandb` (every version
+    here: 0.17.9's Python sender and wandb-core): MetricRecord fields by number, 1 the name, 2 a glob,
+    5 the 1-based position of its step metric in the same list."""
+    value = wandb_config.get("value") if isinstance(wandb_config, dict) else None
+    records = value.get("m") if isinstance(value, dict) else None
+    if not isinstance(records, list):
+        return {}
+    names = [str(r.get("1") or r.get("2") or "") if isinstance(r, dict) else "" for r in records]
+    out = {}
+    for name, record in zip(names, records, strict=True):
+        at = record.get("5") if isinstance(record, dict) else None
+        if name and isinstance(at, int) and not isinstance(at, bool) and 1 <= at <= len(names) and names[at - 1]:
+            out[name] = names[at - 1]
+    return out
+
+
 def run_upsert(*, project: Project, fields: dict[str, Any], config: dict[str, Any] | None) -> tuple[Run, bool]:
     """UpsertBucket: make the run or update what the SDK sent (config is sent whole each time)."""
     wb = wandb_project(fields.get("modelName"))

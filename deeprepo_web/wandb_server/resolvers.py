@@ -10,6 +10,7 @@ from django.http import HttpRequest
 from graphql import GraphQLError, GraphQLResolveInfo
 
 from deeprepo_web.accounts.models import ApiKey
+from deeprepo_web.runs.axes import metric_axes_set
 from deeprepo_web.runs.models import Run
 from deeprepo_web.wandb_server import mapping
 from deeprepo_web.wandb_server.buckets import bucket_node, project_node
@@ -82,6 +83,8 @@ def upsert_bucket(_: Any, info: Info, input: dict[str, Any]) -> dict[str, Any]: 
         # {"key": {"value": v, "desc": …}}; W&B's own bookkeeping (_wandb) is not the user's config.
         values = {k: (v.get("value") if isinstance(v, dict) else v) for k, v in config.items() if k != "_wandb"}
     run, created = mapping.run_upsert(project=_ctx(info).key.project, fields=input, config=values)
+    if isinstance(config, dict) and (axes := mapping.metric_axes(config.get("_wandb"))):
+        metric_axes_set(run=run, axes=axes)  # define_metric(…, step_metric=…): the charts' "defined x-axis"
     return {"bucket": bucket_node(run), "inserted": created, "updateAvailable": False,
             "serverSettings": {"serverMessages": []}}
 

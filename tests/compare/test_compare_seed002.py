@@ -78,7 +78,7 @@ def test_markdown_export(client: Any, team: Any, seeded: dict[str, Any]) -> None
     assert header.startswith("| Metric | Qwen3-8B (untrained) | Qwen3-30B-A3B (untrained) | Qwen3-30B-A3B (GRPO trained) |")
     assert "| Average reward | 0.551 (σ 0.176) | 0.785 (σ 0.100) | 0.987 (σ 0.018) |" in md
     assert "| Reward range | 0.200 — 0.729 | 0.636 — 0.900 | 0.962 — 1.000 |" in md
-    assert "| Average turns (range) | 3.67 (2–5) | 8.67 (5–18) | 6.00 (6–6) |" in md
+    assert "| Average model turns (range) | 3.67 (2–5) | 8.67 (5–18) | 6.00 (6–6) |" in md
     assert "| RL training effect | Qwen3-30B-A3B (untrained) → Qwen3-30B-A3B (GRPO trained) | +0.202 | +25.7% |" in md
     assert "| Model size effect | Qwen3-8B (untrained) → Qwen3-30B-A3B (untrained) | +0.234 | +42.5% |" in md
     assert "| Combined | Qwen3-8B (untrained) → Qwen3-30B-A3B (GRPO trained) | +0.436 | +79.1% |" in md

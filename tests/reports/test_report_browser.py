@@ -95,6 +95,10 @@ def test_write_edit_publish_share_export(browser_page: Any, live_server: Any, te
     assert "Every rollout took exactly 6 turns" in text and f"Rollout #{long_one.pk}" in text
     assert "as of" in text and anon.locator("svg.chart").count() >= 3
     assert anon.locator("form, textarea, .block-tools").count() == 0 and "Demo" not in text
+    # Data sources name each run and its id; a logged-out reader gets no link into the project (404s).
+    sources = anon.locator("section.block", has_text="Data sources")
+    assert f"run page ({runs[0].public_id})" in sources.inner_text()
+    assert anon.locator("a[href*='/p/']").count() == 0 and sources.locator("span.unlinked").count() == 3
     _shot(anon, "report-shared.png")
     assert anon.watched.errors == [] and page.watched.errors == []
 

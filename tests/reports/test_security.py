@@ -123,3 +123,36 @@ def test_share_link_needs_a_published_report_and_shows_only_it(client: Any, team
     assert "/p/demo/" not in resp.content.decode()  # no way into the project
     Report.objects.filter(pk=report.pk).delete()
     assert client.get(f"/s/{token}").status_code == 404
+
+
+def test_a_shared_reports_links_into_the_project_become_text_with_their_ids(
+        client: Any, team: Any, three: list[Any]) -> None:
+    """The draft's "Data sources" link each run page; a logged-out reader gets 404 there, so the shared
+    page names the run and its id as text. Other sites' links and other share links stay links."""
+    from deeprepo_web.reports.draft import report_from_comparison
+
+    report = report_from_comparison(project=team.project, user=team.editor, ids=[r.public_id for r in three], raw={})
+    other, other_token = share_create(project=team.project, user=team.editor, kind="run", target=three[2].public_id)
+    rollout = three[0].rollouts.first()
+    services.block_add(report=report, user=team.editor, kind="text", text=(
+        f"See [the trained run's share](/s/{other_token}), [the paper](https://arxiv.org/abs/2402.03300), "
+        f"[a rollout](http://testserver/p/demo/runs/{three[0].public_id}/rollouts/{rollout.pk}/) and [the project](/p/demo/)."))
+    services.report_publish(report=report, user=team.editor)
+    _, token = share_create(project=team.project, user=team.editor, kind="report", target=report.public_id)
+
+    client.force_login(team.editor)  # a member's page keeps the links
+    member = client.get(f"/p/demo/reports/{report.public_id}/published/").content.decode()
+    assert f'href="/p/demo/runs/{three[0].public_id}/"' in member
+
+    client.logout()
+    resp = client.get(f"/s/{token}")
+    html = resp.content.decode()
+    assert resp.status_code == 200
+    assert "/p/demo/" not in html  # no link (nor text of one) into the project
+    text = re.sub(r"\s+([:,.])", r"\1", page_text(html))  # tags became spaces
+    for run in three:
+        assert f"{run.name}: run page ({run.public_id}), source" in text
+    assert f"a rollout ({rollout.pk})" in text and "the project." in text
+    assert f'href="/s/{other_token}"' in html and 'href="https://arxiv.org/abs/2402.03300"' in html
+    assert client.get(f"/s/{other_token}").status_code == 200  # the link left in place opens logged out
+    assert other.kind == "run"

@@ -65,3 +65,36 @@ def test_live_run_page_runs_table_and_logs_tab(browser_page: Any, live_server: A
     page.screenshot(path=os.path.join(screenshot_dir, "wandb-run-logs-finished.png"), full_page=True)
     assert Run.objects.get(pk=run.pk).status == "finished"
     assert page.watched.errors == []
+
+
+def test_define_metric_x_axis_is_offered_and_drawn(browser_page: Any, live_server: Any, team: Any, tmp_path: Path,
+                                                   screenshot_dir: str, client: Any) -> None:
+    """`wandb.define_metric("eval/*", step_metric="eval_step")`: the run page offers "defined x-axis",
+    which draws eval/acc against eval_step (0..9) while loss, defining none, stays on its step."""
+    from deeprepo_web.runs.models import MetricAxis
+    from tests.wandb_server.sdk import run_script
+
+    run_script(sdk_env(live_server.url, team.key, tmp_path), {"id": "axes0001", "steps": 20, "define_metric": True})
+    run = Run.objects.get(source="wandb")
+    assert dict(MetricAxis.objects.filter(run=run).values_list("key", "x_key")) in (
+        {"eval/*": "eval_step"}, {"eval/acc": "eval_step"})  # wandb-core keeps the glob, 0.17-0.21 the key
+    # The series endpoint names the x-axis and gives its values at the points' steps.
+    client.force_login(team.viewer)
+    got = client.get(f"/api/v1/runs/{run.public_id}/series", {"key": "eval/acc", "x": "eval_step"}).json()
+    assert got["x_key"] == "eval_step" and got["x"] == list(range(10))
+    assert got["value"] == [i / 100 for i in range(1, 20, 2)]
+    assert client.get(f"/api/v1/runs/{run.public_id}/series", {"key": "eval/acc", "x": "nope"}).status_code == 404
+
+    page = browser_page(team.viewer)
+    page.goto(f"{live_server.url}/p/demo/runs/{run.public_id}/")
+    page.wait_for_selector('.panel[data-key="eval/acc"][data-xaxis="step"]')
+    page.select_option("#chart-x", "defined")
+    page.wait_for_selector('.panel[data-key="eval/acc"][data-xaxis="eval_step"]')
+    xs = page.evaluate("() => document.querySelector('.panel[data-key=\"eval/acc\"]')._chart.built.data[0]")
+    assert xs == list(range(10))
+    assert page.get_attribute('.panel[data-key="loss"]', "data-xaxis") == "step"
+    assert "x=defined" in page.url  # the view's state is in the URL
+    page.screenshot(path=os.path.join(screenshot_dir, "wandb-defined-x-axis.png"), full_page=True)
+    page.reload()
+    page.wait_for_selector('.panel[data-key="eval/acc"][data-xaxis="eval_step"]')
+    assert page.watched.errors == []

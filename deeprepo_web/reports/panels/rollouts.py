@@ -20,7 +20,7 @@ from deeprepo_web.reports.panels.base import (
     runs_live,
     runs_named,
 )
-from deeprepo_web.runs.models import Example, Rollout
+from deeprepo_web.runs.models import Example, Rollout, Turn
 from deeprepo_web.search.selectors import SearchFailed, search_counts, search_scope
 from deeprepo_web.search.spec import spec_parse
 from deeprepo_web.trajectories.selectors import turns_page
@@ -76,12 +76,19 @@ def excerpt_compute(project: Project, params: dict[str, Any]) -> dict[str, Any]:
                       "cut": len(t.content) > TEXT_CHARS or bool(t.content_blob), "calls": calls})
     return {"run": run.name, "run_id": run.public_id, "rollout": rollout.pk, "example": rollout.example.key[:200],
             "reward": num(rollout.reward), "num_turns": rollout.num_turns, "turns": turns,
+            "all_turns": Turn.objects.filter(rollout=rollout).count(),
             "final_answer": rollout.final_answer[:TEXT_CHARS]}
+
+
+def turn_counts(data: dict[str, Any]) -> str:
+    """"6 model turns, 13 turns in all": the two counts a trajectory has, named (older frozen data has one)."""
+    out = f"{data['num_turns']} model turns"
+    return out if data.get("all_turns") is None else f"{out}, {data['all_turns']} turns in all"
 
 
 def excerpt_markdown(params: dict[str, Any], data: dict[str, Any]) -> str:
     out = [f"_Rollout #{data['rollout']} of {md_cell(data['run'])}, example {md_cell(data['example'])}, "
-           f"reward {fmt(data.get('reward'))}, {data['num_turns']} turns_", ""]
+           f"reward {fmt(data.get('reward'))}, {turn_counts(data)}_", ""]
     for t in data.get("turns", []):
         out.append(f"**Turn {t['index'] + 1} · {t['role']}**")
         out += ["", "```", t["content"].replace("```", "ʼʼʼ"), "```"]
@@ -116,7 +123,7 @@ def side_compute(project: Project, params: dict[str, Any]) -> dict[str, Any]:
 
 def side_markdown(params: dict[str, Any], data: dict[str, Any]) -> str:
     rows = [[c["run"], fmt(c["reward"]), str(c["turns"] or "—"), c["answer"][:300] or "—"] for c in data["cols"]]
-    return f"Example `{data['example'][:200]}`\n\n" + md_table(["Run", "Reward", "Turns", "Final answer"], rows)
+    return f"Example `{data['example'][:200]}`\n\n" + md_table(["Run", "Reward", "Model turns", "Final answer"], rows)
 
 
 def _search_clean(project: Project, raw: dict[str, Any]) -> dict[str, Any]:
@@ -158,7 +165,7 @@ def search_markdown(params: dict[str, Any], data: dict[str, Any]) -> str:
 KINDS = [
     PanelKind("excerpt", "Trajectory excerpt", (
         Field("run", "Run (id or name)", "run"), Field("rollout", "Rollout #"),
-        Field("turns", "Turns", help="e.g. 2-5 (at most 12); empty: the first 12"),
+        Field("turns", "Turns", help="e.g. 2-5, numbered as the trajectory numbers all turns (at most 12); empty: the first 12"),
     ), _excerpt_clean, excerpt_compute, excerpt_markdown, hint="chosen turns of one rollout"),
     PanelKind("side_by_side", "Example side by side", (
         Field("runs", "Runs (ids or names)", "runs"), Field("example", "Example key"),

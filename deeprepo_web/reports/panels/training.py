@@ -94,7 +94,7 @@ def health_markdown(params: dict[str, Any], data: dict[str, Any]) -> str:
     rows = [[str(steps[i]), fmt(data["mean"][i]), fmt(data["p10"][i]), fmt(data["p90"][i]),
              "—" if data["frac_dead"][i] is None else f"{100 * data['frac_dead'][i]:.0f}%", fmt(data["turns"][i], 2)]
             for i in range(0, len(steps), every)]
-    return md_table(["Step", "Mean reward", "p10", "p90", "Dead groups", "Turns"], rows)
+    return md_table(["Step", "Mean reward", "p10", "p90", "Dead groups", "Model turns"], rows)
 
 
 def _ckpt_clean(project: Project, raw: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@
       var p = new URLSearchParams(location.search);
       var smooth = parseFloat(p.get("smooth"));
       if (smooth >= 0 && smooth < 1) state.smoothing = smooth;
-      if (p.get("x") === "time") state.x = "time";
+      if (p.get("x") === "time" || p.get("x") === "defined") state.x = p.get("x");
       state.filter = p.get("filter") || "";
       list(p, "hide").forEach(function (id) { state.hidden[id] = true; });
       state.log = list(p, "log");
@@ -27,7 +27,7 @@
       var url = new URL(location.href), p = url.searchParams;
       function put(name, value) { if (value) p.set(name, value); else p.delete(name); }
       put("smooth", state.smoothing ? String(state.smoothing) : "");
-      put("x", state.x === "time" ? "time" : "");
+      put("x", state.x === "step" ? "" : state.x);
       put("filter", state.filter);
       put("hide", Object.keys(state.hidden).join(","));
       var log = [], clip = [];

@@ -19,11 +19,11 @@
       var chart = panel._chart, built = chart.built, i = u.cursor.idx;
       if (i == null || !built) { hover.textContent = ""; return; }
       var xv = u.data[0][i];
-      var xs = built.time ? new Date(xv * 1000).toLocaleString() : "step " + xv;
+      var xs = built.time ? new Date(xv * 1000).toLocaleString() : (built.defined || "step") + " " + xv;
       var many = runIds(chart.shown).length > 1 || chart.shown.length > 1;
       var parts = chart.shown.filter(function (s) { return s._main; }).map(function (s) {
         var name = many ? s.label + " " : "";
-        var mark = built.time ? null : markAt(s, xv);
+        var mark = built.time || built.defined ? null : markAt(s, xv);
         if (mark) return name + mark + " at step " + xv;
         var v = u.data[s._main][i];
         if (v === undefined) return null;
@@ -41,7 +41,7 @@
     var extremes = {}, extremeTimer = null;
     function extremeText(panel, src, step) {
       var chart = panel._chart;
-      if (!chart.key || state.x === "time") return "";
+      if (!chart.key || !chart.built || chart.built.time || chart.built.defined) return "";
       var k = src.step.indexOf(step);
       if (k < 0) return "";
       var start = k > 0 ? src.step[k - 1] + 1 : step - src.resolution + 1, cacheKey = src.runId + "|" + chart.key + "|" + start + "|" + step;
@@ -61,7 +61,7 @@
     var MARK_COLOR = "#e03131";
     function drawMarks(panel, u) {
       var chart = panel._chart;
-      if (!chart.built || chart.built.time) return;
+      if (!chart.built || chart.built.time || chart.built.defined) return;
       var ctx = u.ctx, top = u.bbox.top, bottom = u.bbox.top + u.bbox.height, r = 4 * devicePixelRatio;
       ctx.save();
       chart.shown.forEach(function (s) {
@@ -89,7 +89,8 @@
       var min = u.posToVal(u.select.left, "x"), max = u.posToVal(u.select.left + u.select.width, "x");
       chart.zoom = { min: min, max: max };
       panel.dataset.zoomed = "1";
-      if (!chart.key || chart.built.time) return;  // health charts and wall time: uPlot's own zoom of what is drawn
+      // Health charts, wall time and defined x-axes: uPlot's own zoom of what is drawn.
+      if (!chart.key || chart.built.time || chart.built.defined) return;
       var start = Math.floor(min), end = Math.ceil(max);
       if (!chart.base) chart.base = chart.sources;
       chart.zoomSeq = (chart.zoomSeq || 0) + 1;

@@ -1,5 +1,6 @@
 // Run page charts: one uPlot panel per metric key, loaded lazily from the downsampled series
-// endpoint, grouped into families by key prefix; EMA smoothing, step or wall-time x axis, min/max
+// endpoint, grouped into families by key prefix; EMA smoothing, x axis: step, wall time or the one
+// a metric defined for itself (W&B's define_metric step_metric: "defined", else its step); min/max
 // band, several runs overlaid (each toggled from the run legend, coloured by run-colors.js).
 // Dragging zooms and re-reads the exact buckets of the visible steps (down to raw points); NaN and
 // ±Infinity points break the line and get a marker. GRPO health (health.js), per-chart tools
@@ -74,7 +75,7 @@
   // ---------------------------------------------------------------- drawing
 
   function sourceTable(src, xmode) {
-    var xs = (xmode === "time" && src.time) ? src.time : src.step;
+    var xs = (xmode === "time" && src.time) ? src.time : (xmode === "defined" && src.xv) ? src.xv : src.step;
     var x = [], v = [], lo = [], hi = [];
     for (var i = 0; i < xs.length; i++) {
       if (xs[i] == null) continue;
@@ -84,7 +85,7 @@
       lo.push(src.lo ? src.lo[i] : null);
       hi.push(src.hi ? src.hi[i] : null);
     }
-    if (xmode !== "time" && src.nonfinite && src.nonfinite.length) return withNonfinite({ x: x, v: v, lo: lo, hi: hi }, src.nonfinite);
+    if (xmode === "step" && src.nonfinite && src.nonfinite.length) return withNonfinite({ x: x, v: v, lo: lo, hi: hi }, src.nonfinite);
     return { x: x, v: v, lo: lo, hi: hi };
   }
 
@@ -112,7 +113,7 @@
   }
 
   function buildData(chart) {
-    var xmode = chart.noTime ? "step" : state.x;
+    var xmode = chart.noTime || (state.x === "defined" && !chart.xKey) ? "step" : state.x;
     var tables = [], series = [{}], bands = [];
     var idx = 1;
     chart.sources.forEach(function (src) { src._main = null; });
@@ -148,7 +149,7 @@
     });
     if (!tables.length) tables.push([[], []]), series.push({ label: "", stroke: "transparent" });
     var data = tables.length === 1 ? tables[0] : uPlot.join(tables);
-    return { data: data, series: series, bands: bands, time: xmode === "time" };
+    return { data: data, series: series, bands: bands, time: xmode === "time", defined: xmode === "defined" ? chart.xKey : null };
   }
 
   function axisStyle() {
@@ -203,7 +204,7 @@
       return;
     }
     var built = buildData(chart);
-    var sig = built.series.length + "|" + built.time + "|" + !!chart.log + "|" + JSON.stringify(chart.userRange || null) + "|" + !!chart.clip;
+    var sig = built.series.length + "|" + built.time + "|" + built.defined + "|" + !!chart.log + "|" + JSON.stringify(chart.userRange || null) + "|" + !!chart.clip;
     if (chart.plot && chart.sig === sig && !chart.clip) {
       chart.plot.setData(built.data, !chart.zoom);
       if (chart.zoom) chart.plot.setScale("x", chart.zoom);
@@ -220,6 +221,7 @@
     var sum = 0;
     if (first) built.data[first].forEach(function (v) { if (v != null) sum += v; });
     panel.dataset.drawn = "1";
+    panel.dataset.xaxis = built.time ? "time" : built.defined || "step";
     panel.dataset.sum = sum.toFixed(6);
     panel.dataset.runs = String(runIds(chart.shown).length);
     var main = chart.sources[0];
@@ -238,6 +240,7 @@
     var xa = axisStyle(), ya = axisStyle();
     // Steps are integers: no 0.5 ticks on short runs.
     if (!built.time) xa.incrs = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7];
+    if (built.defined) { xa.label = built.defined; xa.labelSize = 16; xa.labelFont = "11px system-ui, sans-serif"; }
     ya.size = 52;
     ya.values = function (u, vals) { return vals.map(fmt); };
     var hover = panel.querySelector(".hover");
@@ -247,7 +250,7 @@
       legend: { show: false },
       // One hover cursor for the whole page: every chart with the same x shows the same step.
       cursor: {
-        drag: { x: true, y: false }, points: { size: 5 }, sync: { key: built.time ? "run-time" : "run-step" },
+        drag: { x: true, y: false }, points: { size: 5 }, sync: { key: built.time ? "run-time" : built.defined ? "run-x-" + built.defined : "run-step" },
         // Double click goes back to the whole run (the zoomed data alone would reset to itself).
         bind: { dblclick: function () { return function () { zoomReset(panel); return null; }; } },
       },
@@ -315,9 +318,10 @@
   function loadSources(panel, extra) {
     var key = panel._chart.key, buckets = bucketsFor(panel);
     return Promise.all(runs.map(function (run) {
-      return fetchJson(seriesUrl(run.id, key, buckets) + (extra || "")).then(function (s) {
+      var x = panel._chart.xKey ? "&x=" + encodeURIComponent(panel._chart.xKey) : "";
+      return fetchJson(seriesUrl(run.id, key, buckets) + (extra || "") + x).then(function (s) {
         if (!s) return null;
-        return { runId: run.id, label: run.name, color: run.color, step: s.step, time: s.time, value: s.value,
+        return { runId: run.id, label: run.name, color: run.color, step: s.step, time: s.time, value: s.value, xv: s.x,
                  lo: s.min, hi: s.max, nonfinite: s.nonfinite || [], resolution: s.resolution };
       });
     })).then(function (sources) { return sources.filter(Boolean); });
@@ -350,7 +354,7 @@
   }, { rootMargin: "300px 0px" });
 
   function metricPanel(key) {
-    var panel = makePanel(key, { key: key });
+    var panel = makePanel(key, { key: key, xKey: (cfg.xAxes || {})[key] || null });
     panel.dataset.key = key;
     panel._load = loadMetric;
     observer.observe(panel);
@@ -552,6 +556,9 @@
     var filter = document.getElementById("chart-filter");
     slider.value = String(state.smoothing);
     out.textContent = state.smoothing.toFixed(2);
+    var defined = xsel.querySelector("option[value=defined]");
+    if (defined && cfg.xAxes && Object.keys(cfg.xAxes).length) defined.hidden = false;
+    else if (state.x === "defined") state.x = "step";
     xsel.value = state.x;
     filter.value = state.filter;
     if (state.filter) applyFilter();

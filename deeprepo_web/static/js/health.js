@@ -25,8 +25,8 @@
           { label: "mean", color: "#e8590c", step: h.step, value: h.mean, dash: [4, 3] },
         ];
       } },
-      { title: "turns per rollout", build: function (h) {
-        return [{ label: "turns", color: "#7048e8", step: h.step, value: h.turns }];
+      { title: "model turns per rollout", build: function (h) {
+        return [{ label: "model turns", color: "#7048e8", step: h.step, value: h.turns }];
       } },
       { title: "tokens per rollout", build: function (h) {
         return [

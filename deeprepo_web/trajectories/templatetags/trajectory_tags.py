@@ -13,6 +13,16 @@ from deeprepo_web.trajectories import images, richtext
 
 register = template.Library()
 
+# Every page says which count it shows: a rollout's `num_turns` counts the model's turns (as the source
+# recorded it, else its assistant messages, like vf-eval's num_turns); a trajectory lists all its turns
+# (user, assistant and tool messages), numbered "turn 1..N".
+MODEL_TURNS_HELP = "turns taken by the model (assistant messages); the trajectory lists all turns, tool and user ones too"
+
+
+@register.simple_tag
+def model_turns_help() -> str:
+    return MODEL_TURNS_HELP
+
 
 @register.filter
 def md(text: str | None, slug: str | None = None) -> SafeString:
