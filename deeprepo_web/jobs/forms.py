@@ -149,6 +149,10 @@ class LaunchForm(forms.Form):
 
 class ClusterForm(forms.Form):
     name = forms.CharField(max_length=100)
+    queue = forms.CharField(
+        max_length=100, required=False, label="worker queue",
+        help_text="the Celery queue a worker beside this cluster listens on (celery -A workers.celery worker "
+                  "-Q <queue>); empty: the default queue")
 
     def __init__(self, *args: Any, kind: str, cluster: Cluster | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -166,7 +170,8 @@ class ClusterForm(forms.Form):
             self.fields[key] = forms.CharField(required=False, widget=widget, label=label, strip=False,
                                                help_text=SETTING_HELP.get(key, ""))
         if cluster is not None and not self.is_bound:
-            self.initial = {"name": cluster.name, **{k: self._show(v) for k, v in cluster.settings.items()}}
+            self.initial = {"name": cluster.name, "queue": cluster.queue,
+                            **{k: self._show(v) for k, v in cluster.settings.items()}}
 
     @staticmethod
     def _show(value: Any) -> str:

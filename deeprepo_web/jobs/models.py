@@ -27,6 +27,9 @@ class Cluster(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="clusters")
     name = models.CharField(max_length=100)
     kind = models.CharField(max_length=16, choices=ClusterKind.choices)
+    # The Celery queue its jobs' dispatch, sync, cancel and log reads go to: a worker started
+    # beside this cluster (`celery ... -Q <queue>`) listens there. "" = the default queue.
+    queue = models.CharField(max_length=100, blank=True, default="")
     # Plain settings the backend reads (host, known_hosts, state_dir ...) plus two of ours:
     # deeprepo_url (how jobs reach this server) and output_root (where eval outputs go).
     settings = models.JSONField(default=dict, blank=True)
@@ -44,6 +47,10 @@ class Cluster(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def task_queue(self) -> str:
+        return self.queue or str(settings.CELERY_TASK_DEFAULT_QUEUE)
 
     def get_secrets(self) -> dict[str, str]:
         return decrypt_secrets(self.secrets_token)
@@ -179,3 +186,18 @@ class JobEvent(models.Model):
     class Meta:
         ordering = ["at", "id"]
         indexes = [models.Index(fields=["job", "at"], name="jobevent_job_at")]
+
+
+class WorkerQueue(models.Model):
+    """A Celery worker listening on a queue, as the worker last said (every few seconds).
+
+    The clusters page and the job sync read it to tell "no worker is listening on this cluster's
+    queue" apart from a job that is merely slow; rows of a worker that stopped age out."""
+
+    hostname = models.CharField(max_length=200)
+    queue = models.CharField(max_length=100)
+    seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["hostname", "queue"], name="workerqueue_host_queue_unique")]
+        indexes = [models.Index(fields=["queue", "-seen_at"], name="workerqueue_queue_seen")]

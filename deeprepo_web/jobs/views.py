@@ -133,7 +133,7 @@ def template_edit(request: HttpRequest, slug: str, template_id: int | None = Non
 def cluster_list(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug)
     return render(request, "jobs/clusters.html", {
-        "project": project, "clusters": list(Cluster.objects.filter(project=project)),
+        "project": project, "clusters": selectors.clusters_with_workers(project=project),
         "can_admin": membership.allows(Role.ADMIN), "kinds": ClusterKind.choices,
     })
 
@@ -153,6 +153,7 @@ def cluster_edit(request: HttpRequest, slug: str, cluster_id: int | None = None)
                 cluster = clusters.cluster_save(
                     project=project, cluster=cluster, name=form.cleaned_data["name"], kind=kind,
                     settings_in=form.settings_in(), secrets_in=form.secrets_in(),
+                    queue=form.cleaned_data.get("queue") or "",
                 )
             except JobInputError as e:
                 form_error(form, e.field, e.message)

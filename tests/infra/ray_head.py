@@ -66,7 +66,9 @@ def _api_up(address: str) -> bool:
         return False
 
 
-def start_ray_head(timeout: float = 60.0) -> RayHead:
+def start_ray_head(timeout: float = 180.0) -> RayHead:
+    # Minutes, not seconds: on a 2-core machine shared by several test sessions the dashboard
+    # has been seen taking over 60 s to answer.
     cli = _ray_cli()
     root = Path(tempfile.mkdtemp(prefix="deeprepo-ray-"))
     gcs, dash = free_port(), free_port()

@@ -6,8 +6,10 @@ finds the job it already created instead of starting a second one.
 
 from __future__ import annotations
 
+import random
 import re
 import shlex
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +26,9 @@ _STATES = {
     "STOPPED": JobState.CANCELLED,
 }
 _EXIT_IN_MESSAGE = re.compile(r"exit code (-?\d+)")
+# A head whose job agent is not up yet (fresh head, or one under load) answers 500 with this.
+_BUSY = re.compile(r"No available agent to submit job|try again later", re.IGNORECASE)
+_BUSY_BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0, 8.0, 0.0)
 
 
 @register("ray")
@@ -104,12 +109,18 @@ class RayBackend(Backend):
             body["entrypoint_num_gpus"] = res.gpus
         if res.ray_resources:
             body["entrypoint_resources"] = dict(res.ray_resources)
-        r = self._request("POST", "/api/jobs/", json=body, timeout=self.submit_timeout)
-        if r.is_success:
-            return str(r.json().get("submission_id") or sid)
-        if "already exists" in r.text:
-            # A retry after a lost answer: the job from the first attempt is ours.
-            return sid
+        deadline = time.monotonic() + self.submit_timeout
+        for delay in _BUSY_BACKOFF:
+            r = self._request("POST", "/api/jobs/", json=body, timeout=self.submit_timeout)
+            if r.is_success:
+                return str(r.json().get("submission_id") or sid)
+            if "already exists" in r.text:
+                # A retry after a lost answer (or a busy answer that was not): the job is ours.
+                return sid
+            if not _BUSY.search(r.text) or time.monotonic() + delay > deadline:
+                break
+            # The head says so itself: its job agent is starting or overloaded. Ask again shortly.
+            time.sleep(delay * random.uniform(0.8, 1.2))
         raise self._error("Ray refused the job", r)
 
     def find(self, spec: JobSpec) -> str | None:
