@@ -22,7 +22,9 @@ from tests.infra._proc import free_port
 from tests.jobs.conftest import wait_for, wait_job
 from tests.jobs.worker import Worker, start_worker, stop_worker, wait_listening
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slurm, pytest.mark.ray]
+# Three workers, a Slurm and a Ray head start here: minutes on a loaded 2-core machine.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slurm, pytest.mark.ray,
+              pytest.mark.timeout(900)]
 
 
 def _worker(celery_worker: Worker, queue: str, env: dict[str, str]) -> Worker:
@@ -84,7 +86,7 @@ def test_each_cluster_runs_its_jobs_on_the_worker_beside_it(
     on_slurm = launch(probe_template, slurm, {"out": str(work / "s.json"), "sleep": 2})
     on_ray = launch(probe_template, ray, {"out": str(work / "r.json"), "sleep": 2}, resources={"cpus": 1})
     on_slurm = wait_job(on_slurm, "succeeded", timeout=90)
-    on_ray = wait_job(on_ray, "succeeded", timeout=120)
+    on_ray = wait_job(on_ray, "succeeded", timeout=240)
     assert _worker_of(on_slurm) == a.hostname and _worker_of(on_ray) == b.hostname
     assert on_slurm.error == "" and on_ray.error == ""
     # Followed to the end and its log read there: only worker A can run squeue / read its files.
