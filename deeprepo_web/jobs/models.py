@@ -84,6 +84,8 @@ class JobTemplate(models.Model):
     params_schema = models.JSONField(default=list, blank=True)
     # When the job ends, import the job's output_dir into its run (eval harness outputs).
     import_outputs = models.BooleanField(default=False)
+    # What the launch form starts from: partition, nodes, GPUs per node, time limit (Resources keys).
+    resources = models.JSONField(default=dict, blank=True)
     builtin = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
@@ -106,6 +108,9 @@ class JobStatus(models.TextChoices):
     SUBMITTING = "submitting"  # a worker holds it and is talking to the cluster
     QUEUED = "queued"  # on the cluster, waiting for resources
     RUNNING = "running"
+    # The cluster put it back in its queue (Slurm requeue: preempted, node failure, an admin); it
+    # runs again under the same cluster id and logs into the same run.
+    REQUEUED = "requeued"
     CANCELLING = "cancelling"  # the user asked; cancel_job is on it
     SUCCEEDED = "succeeded"
     FAILED = "failed"
@@ -115,7 +120,7 @@ class JobStatus(models.TextChoices):
 
 FINAL_JOB_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.LOST})
 # States in which a job exists (or may exist) on the cluster and sync_jobs follows it.
-ACTIVE_JOB_STATUSES = frozenset({JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING})
+ACTIVE_JOB_STATUSES = frozenset({JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.REQUEUED, JobStatus.CANCELLING})
 
 
 class Job(models.Model):
@@ -134,6 +139,8 @@ class Job(models.Model):
     status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.PENDING)
     external_id = models.CharField(max_length=200, blank=True, default="")
     attempts = models.IntegerField(default=0)
+    # Times the cluster requeued the job (preemption, node failure), as it last reported.
+    requeues = models.IntegerField(default=0)
     exit_code = models.IntegerField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
     log_tail = models.TextField(blank=True, default="")
@@ -160,7 +167,8 @@ class Job(models.Model):
 
     @property
     def can_cancel(self) -> bool:
-        return self.status in {JobStatus.PENDING, JobStatus.SUBMITTING, JobStatus.QUEUED, JobStatus.RUNNING}
+        return self.status in {JobStatus.PENDING, JobStatus.SUBMITTING, JobStatus.QUEUED, JobStatus.RUNNING,
+                               JobStatus.REQUEUED}
 
     @property
     def duration_seconds(self) -> float | None:

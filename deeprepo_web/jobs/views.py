@@ -103,7 +103,8 @@ def template_edit(request: HttpRequest, slug: str, template_id: int | None = Non
         initial = {"slug": template.slug, "name": template.name, "kind": template.kind,
                    "description": template.description, "command_template": template.command_template,
                    "params_schema": json.dumps(template.params_schema, indent=2),
-                   "import_outputs": template.import_outputs}
+                   "import_outputs": template.import_outputs,
+                   **{f"{RES_PREFIX}{k}": v for k, v in template.resources.items()}}
     form = TemplateForm(request.POST or None, initial=initial)
     status = 200
     if request.method == "POST":
@@ -114,9 +115,10 @@ def template_edit(request: HttpRequest, slug: str, template_id: int | None = Non
                     project=project, template=template, slug=d["slug"], name=d["name"], kind=d["kind"],
                     description=d["description"], command_template=d["command_template"],
                     params_schema=d["params_schema"], import_outputs=d["import_outputs"],
+                    resources=form.resources(),
                 )
             except JobInputError as e:
-                form_error(form, e.field, e.message)
+                form_error(form, e.field, e.message, prefixes=(RES_PREFIX,))
             else:
                 messages.success(request, f"template {saved.name} saved")
                 return redirect("job_launch", slug=project.slug, template_slug=saved.slug)

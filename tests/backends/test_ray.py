@@ -137,3 +137,17 @@ def test_head_busy_past_the_submit_timeout_is_transient(ray_head: RayHead, work:
         assert 2 <= busy.refused <= 4
     finally:
         busy.close()
+
+
+def test_gpus_are_checked_against_the_nodes_of_the_cluster(ray_backend: Backend) -> None:
+    ray_backend.check_resources(Resources(cpus=1))
+    ray_backend.check_resources(Resources(ray_resources={"CPU": 1}))  # the head has 2
+    for res, said in (
+        (Resources(gpus=1), "1 GPUs asked, but no node of this Ray cluster has more than 0 (1 node(s) alive)"),
+        (Resources(ray_resources={"accelerator_type:A100": 1}),
+         "1 of resource 'accelerator_type:A100' asked, but no node of this Ray cluster has more than 0"),
+        (Resources(nodes=2), "a Ray job's entrypoint runs on one node"),
+    ):
+        with pytest.raises(BackendError) as e:
+            ray_backend.check_resources(res)
+        assert e.value.permanent and e.value.message.startswith(said)

@@ -15,7 +15,16 @@ from typing import Any
 
 import httpx
 
-from workers.backends.base import Backend, BackendError, JobSpec, JobState, JobStatus, check_token, register
+from workers.backends.base import (
+    Backend,
+    BackendError,
+    JobSpec,
+    JobState,
+    JobStatus,
+    Resources,
+    check_token,
+    register,
+)
 from workers.backends.local import describe_exit
 
 _STATES = {
@@ -157,6 +166,25 @@ class RayBackend(Backend):
         if state is JobState.FAILED and info.get("error_type"):
             reason += f" [{info['error_type']}]"
         return JobStatus(state, code if isinstance(code, int) else None, reason)
+
+    def check_resources(self, resources: Resources) -> None:
+        if resources.nodes and resources.nodes > 1:
+            raise BackendError("a Ray job's entrypoint runs on one node: ask for GPUs, the program spreads "
+                               "its own work over the cluster", permanent=True)
+        wanted = {**({"GPU": float(resources.gpus)} if resources.gpus else {}), **resources.ray_resources}
+        if not wanted:
+            return
+        r = self._request("GET", "/api/v0/nodes", params={"limit": 1000, "detail": "1"})
+        if not r.is_success:
+            raise self._error("cannot read the cluster's nodes", r)
+        rows = ((r.json().get("data") or {}).get("result") or {}).get("result") or []
+        alive = [n.get("resources_total") or {} for n in rows if n.get("state") == "ALIVE"]
+        for name, amount in wanted.items():
+            most = max((float(n.get(name, 0)) for n in alive), default=0.0)
+            if amount > most:
+                what = "GPUs" if name == "GPU" else f"of resource {name!r}"
+                raise BackendError(f"{amount:g} {what} asked, but no node of this Ray cluster has more than "
+                                   f"{most:g} ({len(alive)} node(s) alive)", permanent=True)
 
     def cancel(self, external_id: str) -> None:
         sid = check_token(external_id, "Ray submission id")

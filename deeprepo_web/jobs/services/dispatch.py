@@ -116,6 +116,9 @@ def _submit(job: Job, backend: Backend, recovering: bool, worker: str = "") -> s
                     finalize(job.pk)
             return "cancelled before submit"
         else:
+            spec = _spec(job, "")
+            # What the cluster cannot give fails here, with its reason, instead of queueing forever.
+            backend.check_resources(spec.resources)
             external_id = backend.submit(_spec(job, _job_key(job)))
             how = f"submitted to {job.cluster.name} as {external_id}"
         if worker:

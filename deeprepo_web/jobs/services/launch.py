@@ -23,7 +23,7 @@ from deeprepo_web.text import clean_deep, clean_text
 from workers.backends import BackendError, Resources
 from workers.queue import enqueue
 
-RESOURCE_FIELDS = ("partition", "gpus", "cpus", "mem", "time_limit", "account", "ray_resources")
+RESOURCE_FIELDS = ("partition", "nodes", "gpus", "cpus", "mem", "time_limit", "account", "ray_resources")
 
 
 def resources_validate(raw: dict[str, Any]) -> dict[str, Any]:
@@ -33,7 +33,7 @@ def resources_validate(raw: dict[str, Any]) -> dict[str, Any]:
         value = raw.get(key)
         if value is None or value == "" or value == {}:
             continue
-        if key in ("gpus", "cpus"):
+        if key in ("gpus", "cpus", "nodes"):
             try:
                 value = int(value)
             except (TypeError, ValueError):
@@ -46,8 +46,7 @@ def resources_validate(raw: dict[str, Any]) -> dict[str, Any]:
         out[key] = value
     unknown = sorted(set(raw) - set(RESOURCE_FIELDS))
     if unknown:
-        raise JobInputError(unknown[0], "is not a resource (partition, gpus, cpus, mem, time_limit, account, "
-                                        "ray_resources)")
+        raise JobInputError(unknown[0], f"is not a resource ({', '.join(RESOURCE_FIELDS)})")
     try:
         Resources(**out)
     except BackendError as e:
@@ -146,7 +145,7 @@ def job_cancel(*, job: Job, user: Any = None) -> Job:
             job_event(job, JobStatus.PENDING, JobStatus.CANCELLED, f"cancelled by {who} before it was submitted")
             finalize(job.pk)
     if not cancelled:
-        for status in (JobStatus.SUBMITTING, JobStatus.QUEUED, JobStatus.RUNNING):
+        for status in (JobStatus.SUBMITTING, JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.REQUEUED):
             if Job.objects.filter(pk=job.pk, status=status).update(status=JobStatus.CANCELLING):
                 job_event(job, status, JobStatus.CANCELLING, f"cancel requested by {who}")
                 transaction.on_commit(functools.partial(job_enqueue, "cancel", job.pk))

@@ -186,11 +186,16 @@ def sync_one(job: Job, backend: Backend, *, raise_transient: bool = False) -> bo
                                                f"the cluster reports it {status.state}")
     new = _STATE_TO_JOB.get(status.state)
     old = job.status
+    requeued = status.restarts > job.requeues
+    if requeued:
+        updates["requeues"] = status.restarts
+    if new == JobStatus.QUEUED and (requeued or old in (JobStatus.RUNNING, JobStatus.REQUEUED)):
+        new = JobStatus.REQUEUED  # back in the cluster's queue after it ran: say so, with the reason
     if new is None or new == old or (old == JobStatus.CANCELLING and not status.state.is_terminal):
-        Job.objects.filter(pk=job.pk).update(**updates)
-        return False
-    if old == JobStatus.RUNNING and new == JobStatus.QUEUED:
-        Job.objects.filter(pk=job.pk).update(**updates)  # requeued by the cluster; keep "running"
+        if Job.objects.filter(pk=job.pk).update(**updates) and requeued and new == old:
+            # Requeued and started again between two polls: still worth a line.
+            job_event(job, old, old, f"requeued by the cluster and started again (restart {status.restarts}): "
+                                     f"{status.reason}")
         return False
     updates["status"] = new
     if new == JobStatus.RUNNING:
@@ -202,6 +207,11 @@ def sync_one(job: Job, backend: Backend, *, raise_transient: bool = False) -> bo
             updates["error"] = status.reason or new
         updates["started_at"] = Coalesce(F("started_at"), F("submitted_at"))
     reason = status.reason or str(status.state)
+    if new == JobStatus.REQUEUED:
+        reason = (f"requeued by {job.cluster.name} ({reason}; restart {status.restarts}): it runs again under the "
+                  f"same id {job.external_id} and logs into the same run")
+    elif old == JobStatus.REQUEUED and new == JobStatus.RUNNING:
+        reason = f"running again after the requeue (restart {status.restarts})"
     if new == JobStatus.CANCELLED and old != JobStatus.CANCELLING:
         reason = f"cancelled outside deeprepo ({reason})"
     if status.exit_code is not None and new in FINAL_JOB_STATUSES and "exit" not in reason:
