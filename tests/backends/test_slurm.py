@@ -118,7 +118,7 @@ def test_resources_are_checked_against_what_sinfo_reports(slurm_backend: Backend
     slurm_backend.check_resources(Resources(partition="debug", nodes=1))  # what the test cluster has
     for res, said in (
         (Resources(partition="gpu-a100"), "partition 'gpu-a100' does not exist on this cluster (sinfo lists: debug)"),
-        (Resources(gpus=2), "2 GPUs per node asked, but no node of partition 'debug' has more than 0"),
+        (Resources(gpus=2), "2 GPUs per node asked, but no node of partition 'debug' has more than 0 (sinfo GRES)"),
         (Resources(partition="debug", nodes=3), "3 nodes asked, but partition 'debug' has 1"),
     ):
         with pytest.raises(BackendError) as e:
