@@ -1,4 +1,5 @@
-"""Jobs: time from the launch form's POST to the job RUNNING (local and Slurm), and bursts of
+"""Jobs: time from the launch form's POST to the job RUNNING (local and Slurm, each also on a queue of
+its own served by a worker started for that cluster alone, `-Q <queue>`), and bursts of
 jobs submitted at once (every one reaches a final state; none lost, none started twice).
 
 Real parts: gunicorn serving the form, a Celery worker + beat on Redis (sync every 2 s, the
@@ -56,10 +57,15 @@ def seed(work: Path, slurm_conf: str | None) -> dict[str, Any]:
                   command_template="sleep {seconds}",
                   params_schema=[{"name": "seconds", "type": "float", "default": 1, "min": 0, "max": 600}])
     out = {"local": cluster_save(project=project, name="local", kind="local",
-                                 settings_in={"state_dir": str(work / "local-jobs")}).pk}
+                                 settings_in={"state_dir": str(work / "local-jobs")}).pk,
+           "local_queue": cluster_save(project=project, name="local-q", kind="local", queue="bench-local",
+                                       settings_in={"state_dir": str(work / "local-q-jobs")}).pk}
     if slurm_conf:
         out["slurm"] = cluster_save(project=project, name="slurm", kind="slurm", settings_in={
             "slurm_conf": slurm_conf, "state_dir": str(work / "slurm-state")}).pk
+        out["slurm_queue"] = cluster_save(project=project, name="slurm-q", kind="slurm", queue="bench-slurm",
+                                          settings_in={"slurm_conf": slurm_conf,
+                                                       "state_dir": str(work / "slurm-q-state")}).pk
     return out
 
 
@@ -153,15 +159,24 @@ def main() -> None:
     slurm = None if args.no_slurm else start_slurm()
     clusters = seed(work, str(slurm.conf) if slurm else None)
     worker = start_worker(db_name, secret_key, concurrency=8, sync_seconds=2.0)
+    # One worker per cluster queue, as beside a cluster: no beat (the default worker's beat sends
+    # each cluster its sync on its queue).
+    queues = ("bench-local", "bench-slurm") if slurm else ("bench-local",)
+    per_queue = [start_worker(db_name, secret_key, concurrency=2, sync_seconds=2.0, broker_url=worker.broker_url,
+                              flush=False, beat=False, queues=(q,), name=q) for q in queues]
     os.environ["CELERY_BROKER_URL"] = worker.broker_url
     result: dict[str, Any] = {"target_to_running_s": TARGET_S}
     try:
         with web_server(url) as site:
             result["local_to_running_s"] = summary(time_to_running(site, url, clusters["local"], args.samples))
+            result["local_queue_to_running_s"] = summary(
+                time_to_running(site, url, clusters["local_queue"], args.samples))
             if slurm:
                 result["slurm_to_running_s"] = summary(time_to_running(site, url, clusters["slurm"], args.samples))
+                result["slurm_queue_to_running_s"] = summary(
+                    time_to_running(site, url, clusters["slurm_queue"], args.samples))
             for kind in ("local", "slurm"):
-                if kind not in clusters:
+                if kind not in clusters or not args.burst:
                     continue
                 b = burst(site, url, clusters[kind], args.burst, timeout=900)
                 ids = b.pop("ids")
@@ -180,6 +195,8 @@ def main() -> None:
                 print(f"burst {kind}: {b}", flush=True)
     finally:
         stop_worker(worker)
+        for w in per_queue:
+            stop_worker(w)
         if slurm:
             slurm.stop()
     runs = [v for k, v in result.items() if k.endswith("_to_running_s") and isinstance(v, dict)]

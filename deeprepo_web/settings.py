@@ -288,6 +288,9 @@ CELERY_BEAT_SCHEDULE = {
 DEEPREPO_MLFLOW_PENDING_SECONDS = float(env_str("DEEPREPO_MLFLOW_PENDING_SECONDS", "600"))
 # OTLP spans and log records whose trace became a rollout are deleted after this many days.
 DEEPREPO_OTLP_ITEM_DAYS = env_int("DEEPREPO_OTLP_ITEM_DAYS", 7)
+# Each Celery worker records the queues it listens on this often; a queue whose workers were not
+# heard from for three of these has none (its clusters' jobs show "waiting for a worker").
+DEEPREPO_WORKER_HEARTBEAT_SECONDS = float(env_str("DEEPREPO_WORKER_HEARTBEAT_SECONDS", "5"))
 # Dispatch retries of transient cluster errors: attempts in all, and the first backoff (doubles).
 DEEPREPO_JOB_DISPATCH_ATTEMPTS = env_int("DEEPREPO_JOB_DISPATCH_ATTEMPTS", 5)
 DEEPREPO_JOB_RETRY_SECONDS = float(env_str("DEEPREPO_JOB_RETRY_SECONDS", "2"))

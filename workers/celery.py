@@ -13,3 +13,5 @@ app = Celery("deeprepo", include=["workers.tasks.artifacts", "workers.tasks.impo
                                      "workers.tasks.sweeps", "workers.tasks.checkpoint_evals", "workers.tasks.runs",
                                      "workers.tasks.mlflow"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
+
+import workers.presence  # noqa: E402,F401  (the worker's queue heartbeat: signal handlers)

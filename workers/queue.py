@@ -15,14 +15,16 @@ from workers.celery import app
 log = logging.getLogger(__name__)
 
 
-def enqueue(name: str, *args: Any, countdown: float | None = None) -> bool:
-    """Send task `name` with `args` (ids, never objects). False, and a log line, if it was not queued."""
+def enqueue(name: str, *args: Any, countdown: float | None = None, queue: str | None = None,
+            expires: float | None = None) -> bool:
+    """Send task `name` with `args` (ids, never objects) to `queue` (default: the default queue).
+    False, and a log line, if it was not queued."""
     try:
         if app.conf.task_always_eager:
             # send_task ignores CELERY_TASK_ALWAYS_EAGER; the setting means "run it here, now".
             app.tasks[name].apply(args=args)
         else:
-            app.send_task(name, args=args, countdown=countdown)
+            app.send_task(name, args=args, countdown=countdown, queue=queue, expires=expires)
     except Exception as exc:  # noqa: BLE001 - kombu/redis raise many types; all mean "not queued"
         log.warning("could not queue %s%r: %s: %s", name, args, exc.__class__.__name__, exc)
         return False

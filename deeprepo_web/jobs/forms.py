@@ -20,8 +20,8 @@ RES_PREFIX = "res_"
 # The resources each kind of cluster reads when it submits (sbatch options; Ray's entrypoint
 # resources; nothing for this machine): the launch form shows only the chosen cluster's.
 RESOURCES_BY_KIND: dict[str, tuple[str, ...]] = {
-    "local": (),
-    "slurm": ("partition", "gpus", "cpus", "mem", "time_limit", "account"),
+    "local": ("gpus",),
+    "slurm": ("partition", "nodes", "gpus", "cpus", "mem", "time_limit", "account"),
     "ray": ("cpus", "gpus", "ray_resources"),
 }
 
@@ -90,8 +90,12 @@ class LaunchForm(forms.Form):
                 field.required = True
             self.fields[PARAM_PREFIX + p["name"]] = field
         self.fields[RES_PREFIX + "partition"] = forms.CharField(required=False, label="partition (Slurm)")
-        self.fields[RES_PREFIX + "gpus"] = forms.IntegerField(required=False, min_value=0, max_value=64,
-                                                              label="GPUs")
+        self.fields[RES_PREFIX + "nodes"] = forms.IntegerField(required=False, min_value=1, max_value=1024,
+                                                               label="nodes (Slurm)")
+        self.fields[RES_PREFIX + "gpus"] = forms.IntegerField(
+            required=False, min_value=0, max_value=64, label="GPUs per node",
+            help_text="Slurm --gres=gpu:N, Ray num_gpus, this machine's CUDA_VISIBLE_DEVICES; checked against "
+                      "what the cluster has before submitting")
         self.fields[RES_PREFIX + "cpus"] = forms.IntegerField(required=False, min_value=1, max_value=4096,
                                                               label="CPUs")
         self.fields[RES_PREFIX + "mem"] = forms.CharField(required=False, label="memory (Slurm)",
@@ -99,6 +103,9 @@ class LaunchForm(forms.Form):
         self.fields[RES_PREFIX + "time_limit"] = forms.CharField(required=False, label="time limit (Slurm)",
                                                                  help_text="minutes, HH:MM:SS or D-HH:MM:SS")
         self.fields[RES_PREFIX + "account"] = forms.CharField(required=False, label="account (Slurm)")
+        for name, value in (template.resources or {}).items():
+            if RES_PREFIX + name in self.fields:
+                self.fields[RES_PREFIX + name].initial = value  # the template's defaults
         self.fields[RES_PREFIX + "ray_resources"] = forms.CharField(
             required=False, label="Ray resources", help_text="name=amount, comma separated (accelerator_type:A100=1)")
 
@@ -149,6 +156,10 @@ class LaunchForm(forms.Form):
 
 class ClusterForm(forms.Form):
     name = forms.CharField(max_length=100)
+    queue = forms.CharField(
+        max_length=100, required=False, label="worker queue",
+        help_text="the Celery queue a worker beside this cluster listens on (celery -A workers.celery worker "
+                  "-Q <queue>); empty: the default queue")
 
     def __init__(self, *args: Any, kind: str, cluster: Cluster | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -166,7 +177,8 @@ class ClusterForm(forms.Form):
             self.fields[key] = forms.CharField(required=False, widget=widget, label=label, strip=False,
                                                help_text=SETTING_HELP.get(key, ""))
         if cluster is not None and not self.is_bound:
-            self.initial = {"name": cluster.name, **{k: self._show(v) for k, v in cluster.settings.items()}}
+            self.initial = {"name": cluster.name, "queue": cluster.queue,
+                            **{k: self._show(v) for k, v in cluster.settings.items()}}
 
     @staticmethod
     def _show(value: Any) -> str:
@@ -198,6 +210,14 @@ class TemplateForm(forms.Form):
         help_text='JSON list: [{"name": "steps", "type": "int", "default": 10, "min": 1, "max": 100}, …]; '
                   "types int, float, str, text, choice (with choices), bool (optional flag)")
     import_outputs = forms.BooleanField(required=False, label="import the output folder into the run at the end")
+    res_partition = forms.CharField(required=False, label="default partition / queue (Slurm)")
+    res_nodes = forms.IntegerField(required=False, min_value=1, max_value=1024, label="default nodes (Slurm)")
+    res_gpus = forms.IntegerField(required=False, min_value=0, max_value=64, label="default GPUs per node")
+    res_time_limit = forms.CharField(required=False, label="default time limit (Slurm)",
+                                     help_text="minutes, HH:MM:SS or D-HH:MM:SS")
+
+    def resources(self) -> dict[str, Any]:
+        return {k: self.cleaned_data.get(RES_PREFIX + k) for k in ("partition", "nodes", "gpus", "time_limit")}
 
     def clean_params_schema(self) -> Any:
         raw = self.cleaned_data["params_schema"]

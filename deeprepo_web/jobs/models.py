@@ -27,6 +27,9 @@ class Cluster(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="clusters")
     name = models.CharField(max_length=100)
     kind = models.CharField(max_length=16, choices=ClusterKind.choices)
+    # The Celery queue its jobs' dispatch, sync, cancel and log reads go to: a worker started
+    # beside this cluster (`celery ... -Q <queue>`) listens there. "" = the default queue.
+    queue = models.CharField(max_length=100, blank=True, default="")
     # Plain settings the backend reads (host, known_hosts, state_dir ...) plus two of ours:
     # deeprepo_url (how jobs reach this server) and output_root (where eval outputs go).
     settings = models.JSONField(default=dict, blank=True)
@@ -44,6 +47,10 @@ class Cluster(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def task_queue(self) -> str:
+        return self.queue or str(settings.CELERY_TASK_DEFAULT_QUEUE)
 
     def get_secrets(self) -> dict[str, str]:
         return decrypt_secrets(self.secrets_token)
@@ -77,6 +84,8 @@ class JobTemplate(models.Model):
     params_schema = models.JSONField(default=list, blank=True)
     # When the job ends, import the job's output_dir into its run (eval harness outputs).
     import_outputs = models.BooleanField(default=False)
+    # What the launch form starts from: partition, nodes, GPUs per node, time limit (Resources keys).
+    resources = models.JSONField(default=dict, blank=True)
     builtin = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
@@ -99,6 +108,9 @@ class JobStatus(models.TextChoices):
     SUBMITTING = "submitting"  # a worker holds it and is talking to the cluster
     QUEUED = "queued"  # on the cluster, waiting for resources
     RUNNING = "running"
+    # The cluster put it back in its queue (Slurm requeue: preempted, node failure, an admin); it
+    # runs again under the same cluster id and logs into the same run.
+    REQUEUED = "requeued"
     CANCELLING = "cancelling"  # the user asked; cancel_job is on it
     SUCCEEDED = "succeeded"
     FAILED = "failed"
@@ -108,7 +120,7 @@ class JobStatus(models.TextChoices):
 
 FINAL_JOB_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.LOST})
 # States in which a job exists (or may exist) on the cluster and sync_jobs follows it.
-ACTIVE_JOB_STATUSES = frozenset({JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.CANCELLING})
+ACTIVE_JOB_STATUSES = frozenset({JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.REQUEUED, JobStatus.CANCELLING})
 
 
 class Job(models.Model):
@@ -127,6 +139,8 @@ class Job(models.Model):
     status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.PENDING)
     external_id = models.CharField(max_length=200, blank=True, default="")
     attempts = models.IntegerField(default=0)
+    # Times the cluster requeued the job (preemption, node failure), as it last reported.
+    requeues = models.IntegerField(default=0)
     exit_code = models.IntegerField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
     log_tail = models.TextField(blank=True, default="")
@@ -153,7 +167,8 @@ class Job(models.Model):
 
     @property
     def can_cancel(self) -> bool:
-        return self.status in {JobStatus.PENDING, JobStatus.SUBMITTING, JobStatus.QUEUED, JobStatus.RUNNING}
+        return self.status in {JobStatus.PENDING, JobStatus.SUBMITTING, JobStatus.QUEUED, JobStatus.RUNNING,
+                               JobStatus.REQUEUED}
 
     @property
     def duration_seconds(self) -> float | None:
@@ -179,3 +194,18 @@ class JobEvent(models.Model):
     class Meta:
         ordering = ["at", "id"]
         indexes = [models.Index(fields=["job", "at"], name="jobevent_job_at")]
+
+
+class WorkerQueue(models.Model):
+    """A Celery worker listening on a queue, as the worker last said (every few seconds).
+
+    The clusters page and the job sync read it to tell "no worker is listening on this cluster's
+    queue" apart from a job that is merely slow; rows of a worker that stopped age out."""
+
+    hostname = models.CharField(max_length=200)
+    queue = models.CharField(max_length=100)
+    seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["hostname", "queue"], name="workerqueue_host_queue_unique")]
+        indexes = [models.Index(fields=["queue", "-seen_at"], name="workerqueue_queue_seen")]

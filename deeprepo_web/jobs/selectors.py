@@ -7,6 +7,7 @@ from django.http import Http404
 
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.jobs.models import Cluster, Job, JobEvent, JobTemplate
+from deeprepo_web.jobs.services.workers import queues_live
 
 JOBS_PAGE = 50
 EVENTS_SHOWN = 200
@@ -28,6 +29,15 @@ def job_get(*, project: Project, job_id: str) -> Job:
 def job_events(*, job: Job) -> list[JobEvent]:
     # The newest EVENTS_SHOWN, shown oldest first.
     return list(reversed(JobEvent.objects.filter(job=job).order_by("-at", "-id")[:EVENTS_SHOWN]))
+
+
+def clusters_with_workers(*, project: Project) -> list[Cluster]:
+    """The project's clusters, each with `.workers`: hostnames of live workers on its queue."""
+    live = queues_live()
+    clusters = list(Cluster.objects.filter(project=project))
+    for c in clusters:
+        c.workers = sorted(live.get(c.task_queue, []))  # type: ignore[attr-defined]
+    return clusters
 
 
 def cluster_get(*, project: Project, cluster_id: int) -> Cluster:

@@ -103,7 +103,8 @@ def template_edit(request: HttpRequest, slug: str, template_id: int | None = Non
         initial = {"slug": template.slug, "name": template.name, "kind": template.kind,
                    "description": template.description, "command_template": template.command_template,
                    "params_schema": json.dumps(template.params_schema, indent=2),
-                   "import_outputs": template.import_outputs}
+                   "import_outputs": template.import_outputs,
+                   **{f"{RES_PREFIX}{k}": v for k, v in template.resources.items()}}
     form = TemplateForm(request.POST or None, initial=initial)
     status = 200
     if request.method == "POST":
@@ -114,9 +115,10 @@ def template_edit(request: HttpRequest, slug: str, template_id: int | None = Non
                     project=project, template=template, slug=d["slug"], name=d["name"], kind=d["kind"],
                     description=d["description"], command_template=d["command_template"],
                     params_schema=d["params_schema"], import_outputs=d["import_outputs"],
+                    resources=form.resources(),
                 )
             except JobInputError as e:
-                form_error(form, e.field, e.message)
+                form_error(form, e.field, e.message, prefixes=(RES_PREFIX,))
             else:
                 messages.success(request, f"template {saved.name} saved")
                 return redirect("job_launch", slug=project.slug, template_slug=saved.slug)
@@ -133,7 +135,7 @@ def template_edit(request: HttpRequest, slug: str, template_id: int | None = Non
 def cluster_list(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug)
     return render(request, "jobs/clusters.html", {
-        "project": project, "clusters": list(Cluster.objects.filter(project=project)),
+        "project": project, "clusters": selectors.clusters_with_workers(project=project),
         "can_admin": membership.allows(Role.ADMIN), "kinds": ClusterKind.choices,
     })
 
@@ -153,6 +155,7 @@ def cluster_edit(request: HttpRequest, slug: str, cluster_id: int | None = None)
                 cluster = clusters.cluster_save(
                     project=project, cluster=cluster, name=form.cleaned_data["name"], kind=kind,
                     settings_in=form.settings_in(), secrets_in=form.secrets_in(),
+                    queue=form.cleaned_data.get("queue") or "",
                 )
             except JobInputError as e:
                 form_error(form, e.field, e.message)

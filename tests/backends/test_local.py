@@ -96,3 +96,24 @@ def test_missing_workdir_is_permanent(local_backend: Backend, work: Path) -> Non
     with pytest.raises(BackendError) as e:
         local_backend.submit(JobSpec(job_id="w1", command="true", workdir=str(work / "absent")))
     assert e.value.permanent and "does not exist" in e.value.message
+
+
+def test_gpus_set_cuda_visible_devices_and_are_checked_against_the_machine(local_backend: Backend,
+                                                                           work: Path) -> None:
+    from workers.backends import Resources
+    from workers.backends.local import machine_gpus
+
+    out = work / "cvd"
+    spec = JobSpec(job_id="gpu1", command=f'printf "%s" "${{CUDA_VISIBLE_DEVICES-unset}}" > {out}',
+                   resources=Resources(gpus=2))
+    jid = local_backend.submit(spec)
+    wait_state(local_backend, jid, {JobState.SUCCEEDED}, timeout=30)
+    assert out.read_text() == "0,1"
+    jid = local_backend.submit(JobSpec(job_id="gpu0", command=f'printf "%s" "${{CUDA_VISIBLE_DEVICES-unset}}" > {out}'))
+    wait_state(local_backend, jid, {JobState.SUCCEEDED}, timeout=30)
+    assert out.read_text() == "unset"
+    have = machine_gpus()
+    local_backend.check_resources(Resources(gpus=have))
+    with pytest.raises(BackendError) as e:
+        local_backend.check_resources(Resources(gpus=have + 1))
+    assert e.value.permanent and e.value.message == f"{have + 1} GPUs asked, but this machine has {have}"

@@ -56,3 +56,98 @@ def test_bad_address_is_permanent() -> None:
     with pytest.raises(BackendError) as e:
         backend_for("ray", {"address": "127.0.0.1:8265"}, {})
     assert e.value.permanent
+
+
+class _BusyHead:
+    """A reverse proxy in front of the real Ray head that answers the first `busy` job submissions
+    the way a head whose job agent is not up answers (HTTP 500, Ray's own text), then forwards.
+
+    Such a head cannot be produced on demand here (it happens on a fresh or overloaded head), so
+    only that answer is staged; everything else, and the job itself, is the real Ray."""
+
+    ANSWER = b"No available agent to submit job, please try again later."
+
+    def __init__(self, head: RayHead, busy: int) -> None:
+        import http.server
+        import threading
+        import urllib.request
+
+        self.busy_left, self.refused = busy, 0
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _forward(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) or None
+                if self.command == "POST" and self.path.rstrip("/") == "/api/jobs" and outer.busy_left > 0:
+                    outer.busy_left -= 1
+                    outer.refused += 1
+                    self.send_response(500)
+                    self.send_header("Content-Length", str(len(outer.ANSWER)))
+                    self.end_headers()
+                    self.wfile.write(outer.ANSWER)
+                    return
+                req = urllib.request.Request(head.address + self.path, data=body, method=self.command,
+                                             headers={"Content-Type": self.headers.get("Content-Type", "")})
+                try:
+                    with urllib.request.urlopen(req, timeout=30) as r:
+                        status, data = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    status, data = e.code, e.read()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _forward
+
+            def log_message(self, *args: object) -> None:
+                return None
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.address = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_busy_head_is_asked_again_with_backoff_not_failed(ray_head: RayHead, work: Path) -> None:
+    busy = _BusyHead(ray_head, busy=3)
+    try:
+        with backend_for("ray", {"address": busy.address, "timeout": 10}, {}) as b:
+            spec = JobSpec(job_id="busy1", command=probe_command(["x"]), env=probe_env(work / "o.json"),
+                           workdir=str(work))
+            jid = b.submit(spec)
+            assert busy.refused == 3 and jid == "deeprepo-busy1"
+            assert wait_state(b, jid, DONE, timeout=90).state is JobState.SUCCEEDED
+    finally:
+        busy.close()
+
+
+def test_head_busy_past_the_submit_timeout_is_transient(ray_head: RayHead, work: Path) -> None:
+    busy = _BusyHead(ray_head, busy=1000)
+    try:
+        with backend_for("ray", {"address": busy.address, "timeout": 5, "submit_timeout": 2}, {}) as b:
+            spec = JobSpec(job_id="busy2", command="true", workdir=str(work))
+            with pytest.raises(BackendError) as e:
+                b.submit(spec)
+        # Not a verdict on the job: dispatch retries it later (with its own backoff).
+        assert not e.value.permanent and "No available agent" in e.value.message
+        assert 2 <= busy.refused <= 4
+    finally:
+        busy.close()
+
+
+def test_gpus_are_checked_against_the_nodes_of_the_cluster(ray_backend: Backend) -> None:
+    ray_backend.check_resources(Resources(cpus=1))
+    ray_backend.check_resources(Resources(ray_resources={"CPU": 1}))  # the head has 2
+    for res, said in (
+        (Resources(gpus=1), "1 GPUs asked, but no node of this Ray cluster has more than 0 (1 node(s) alive)"),
+        (Resources(ray_resources={"accelerator_type:A100": 1}),
+         "1 of resource 'accelerator_type:A100' asked, but no node of this Ray cluster has more than 0"),
+        (Resources(nodes=2), "a Ray job's entrypoint runs on one node"),
+    ):
+        with pytest.raises(BackendError) as e:
+            ray_backend.check_resources(res)
+        assert e.value.permanent and e.value.message.startswith(said)

@@ -110,3 +110,26 @@ def test_sbatch_missing_is_permanent(work: Path) -> None:
 def test_squeue_is_really_there() -> None:
     # Guards against silently testing nothing: the binaries the fixtures rely on exist.
     assert subprocess.run(["which", "sbatch"], capture_output=True).returncode == 0
+
+
+def test_resources_are_checked_against_what_sinfo_reports(slurm_backend: Backend) -> None:
+    from workers.backends.slurm import gres_gpus
+
+    slurm_backend.check_resources(Resources(partition="debug", nodes=1))  # what the test cluster has
+    for res, said in (
+        (Resources(partition="gpu-a100"), "partition 'gpu-a100' does not exist on this cluster (sinfo lists: debug)"),
+        (Resources(gpus=2), "2 GPUs per node asked, but no node of partition 'debug' has more than 0 (sinfo GRES)"),
+        (Resources(partition="debug", nodes=3), "3 nodes asked, but partition 'debug' has 1"),
+    ):
+        with pytest.raises(BackendError) as e:
+            slurm_backend.check_resources(res)
+        assert e.value.permanent and e.value.message == said
+    assert [gres_gpus(g) for g in ("(null)", "gpu:4", "gpu:a100:8(S:0-1)", "gpu:a100:2,gpu:v100:1,shard:8")] == \
+        [0, 4, 8, 3]
+
+
+def test_nodes_and_gpus_become_sbatch_options(slurm_backend: Backend) -> None:
+    spec = JobSpec(job_id="opts", command="true", resources=Resources(nodes=2, gpus=4, time_limit="1-00:00:00",
+                                                                       partition="debug"))
+    opts = slurm_backend.sbatch_options(spec, "/tmp/x.log")  # type: ignore[attr-defined]
+    assert {"--nodes=2", "--gres=gpu:4", "--time=1-00:00:00", "--partition=debug"} <= set(opts)

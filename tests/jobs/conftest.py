@@ -13,7 +13,7 @@ import pytest
 
 from tests.backends.helpers import PROBE, PYTHON, shared_dir
 from tests.infra.fixtures import slurm_cluster, sshd_server  # noqa: F401  (fixtures; ray_head is session-wide, in tests/conftest.py)
-from tests.jobs.worker import REPO, Worker
+from tests.jobs.worker import REPO, Worker, wait_listening
 
 
 @pytest.fixture
@@ -125,6 +125,8 @@ def _stop_leftovers(cluster: Any) -> None:
 def launch(team: Any, celery_worker: Worker) -> Callable[..., Any]:
     """job_launch as the editor, committed, so the real worker picks it up."""
     from deeprepo_web.jobs.services.launch import job_launch
+
+    wait_listening(celery_worker)
 
     def go(template: Any, cluster: Any, params: dict[str, Any], **kw: Any) -> Any:
         return job_launch(project=team.project, template=template, cluster=cluster, params=params,

@@ -196,3 +196,43 @@ def test_ray_cancel(team: Any, ray_head: Any, probe_template: Any, launch: Any, 
     wait_job(job, "cancelled", timeout=60)
 
 
+
+
+@pytest.mark.slurm
+def test_slurm_resources_the_cluster_lacks_fail_before_submit(slurm_cluster_row: Any, probe_template: Any,
+                                                              launch: Any, work: Path) -> None:
+    job = launch(probe_template, slurm_cluster_row, {"out": str(work / "p.json")},
+                 resources={"partition": "debug", "gpus": 2})
+    job = wait_job(job, "failed", timeout=60)
+    assert job.error == "2 GPUs per node asked, but no node of partition 'debug' has more than 0 (sinfo GRES)"
+    assert job.external_id == "" and job.attempts == 1  # permanent: never submitted, never retried
+    assert not (work / "p.json").exists()
+
+
+@pytest.mark.slurm
+def test_slurm_requeue_is_shown_with_its_reason_and_continues_into_the_same_run(
+        client: Any, team: Any, slurm_cluster: Any, slurm_cluster_row: Any, probe_template: Any, launch: Any,
+        work: Path) -> None:
+    from deeprepo_web.jobs.services.launch import job_cancel
+
+    out = work / "p.json"
+    job = launch(probe_template, slurm_cluster_row, {"out": str(out), "sleep": 300})
+    job = wait_job(job, "running", timeout=30)
+    run_id, external_id = job.run_id, job.external_id
+    wait_for(out.exists, what="probe started")
+    # What preemption or a node failure does to a requeueable job, done by hand.
+    assert slurm_cluster.run("scontrol", "requeue", external_id).returncode == 0
+    job = wait_job(job, "requeued", timeout=30)
+    event = [e for e in job.events.all() if e.to_status == "requeued"][-1]
+    assert event.from_status == "running"
+    assert event.reason.startswith("requeued by slurm-here (") and "restart 1" in event.reason
+    assert job.requeues == 1 and job.external_id == external_id and job.run_id == run_id
+    client.force_login(team.viewer)
+    page = client.get(f"/p/{team.project.slug}/jobs/{job.public_id}/").content.decode()
+    assert 'id="job-status">requeued<' in page and "1 time by the cluster" in page
+    job.run.refresh_from_db()
+    assert job.run.status == "running"  # the run waits for the program to come back, not finished
+    job_cancel(job=job, user=team.editor)  # cancel works from requeued too
+    job = wait_job(job, "cancelled", timeout=60)
+    job.run.refresh_from_db()
+    assert job.run.status == "cancelled" and job.run_id == run_id

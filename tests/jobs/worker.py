@@ -36,6 +36,15 @@ class Worker:
     log: Path
     broker_url: str
     root: Path
+    env: dict[str, str]
+
+    @property
+    def hostname(self) -> str:
+        """The node name it announced (`<name>-<random>@<host>`), read from its log."""
+        import re
+
+        m = re.search(r"(\S+@\S+) ready\.", self.log_text())
+        return m.group(1) if m else ""
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
@@ -57,7 +66,10 @@ def _redis_ok(url: str) -> bool:
 
 def start_worker(db_name: str, secret_key: str, concurrency: int = 4, sync_seconds: float = 1.0,
                  extra_env: dict[str, str] | None = None, broker_url: str | None = None,
-                 flush: bool = True) -> Worker:
+                 flush: bool = True, queues: tuple[str, ...] = (), beat: bool = True,
+                 name: str = "jobs-test") -> Worker:
+    """queues: consume only these (`-Q`), as a worker started beside one cluster does; default:
+    the default queue. beat: embed beat (one per test session is enough)."""
     url = broker_url or f"redis://127.0.0.1:6379/{redis_db_number()}"
     if not _redis_ok(url):
         if os.environ.get("DEEPREPO_REQUIRE_CLUSTERS") == "1":
@@ -83,6 +95,8 @@ def start_worker(db_name: str, secret_key: str, concurrency: int = 4, sync_secon
         # test's TRUNCATE flush can deadlock with it. Tests that search index by calling it.
         "DEEPREPO_SEARCH_INDEX_SECONDS": "86400",
         "DJANGO_SETTINGS_MODULE": "deeprepo_web.settings",
+        # Each test's flush empties the table of live workers: say it again soon after.
+        "DEEPREPO_WORKER_HEARTBEAT_SECONDS": "0.5",
         # The judge tests' stand-in endpoint listens on loopback (tests/judge/loopback.py).
         "DEEPREPO_OUTBOUND_ALLOW": "127.0.0.1/32",
     }
@@ -91,14 +105,16 @@ def start_worker(db_name: str, secret_key: str, concurrency: int = 4, sync_secon
     log = root / "worker.log"
     with open(log, "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers.celery", "worker", "-B", "-s",
-             str(root / "beat-schedule"), "-l", "info", "-c", str(concurrency), "-n",
-             f"jobs-test-{uuid.uuid4().hex[:6]}@%h", "--without-gossip", "--without-mingle",
+            [sys.executable, "-m", "celery", "-A", "workers.celery", "worker",
+             *(["-B", "-s", str(root / "beat-schedule")] if beat else []),
+             *(["-Q", ",".join(queues)] if queues else []),
+             "-l", "info", "-c", str(concurrency), "-n",
+             f"{name}-{uuid.uuid4().hex[:6]}@%h", "--without-gossip", "--without-mingle",
              "--without-heartbeat"],
             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    worker = Worker(proc, log, url, root)
+    worker = Worker(proc, log, url, root, env)
     deadline = time.monotonic() + 60
     while " ready." not in worker.log_text():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -106,6 +122,17 @@ def start_worker(db_name: str, secret_key: str, concurrency: int = 4, sync_secon
             raise RuntimeError(f"celery worker did not start:\n{worker.log_text()[-3000:]}")
         time.sleep(0.2)
     return worker
+
+
+def wait_listening(worker: Worker, timeout: float = 30) -> None:
+    """Until the worker's heartbeat is in the database (a transactional test's flush removed it)."""
+    from deeprepo_web.jobs.models import WorkerQueue
+
+    deadline = time.monotonic() + timeout
+    while not WorkerQueue.objects.filter(hostname=worker.hostname).exists():
+        if worker.proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"worker {worker.hostname} never said it listens:\n{worker.log_text()[-3000:]}")
+        time.sleep(0.1)
 
 
 def stop_worker(worker: Worker) -> None:

@@ -55,6 +55,9 @@ class JobStatus:
     state: JobState
     exit_code: int | None = None
     reason: str = ""
+    # How often the cluster put the job back in its queue (Slurm requeue: preemption, node
+    # failure, an admin's `scontrol requeue`); the same job id runs again, into the same run.
+    restarts: int = 0
 
 
 # Values that end up in sbatch options, file names or HTTP ids. Conservative on purpose:
@@ -76,7 +79,8 @@ def check_token(value: str, what: str) -> str:
 @dataclass(frozen=True)
 class Resources:
     partition: str | None = None
-    gpus: int = 0
+    gpus: int = 0  # per node (Slurm --gres=gpu:N; Ray entrypoint_num_gpus; local CUDA_VISIBLE_DEVICES)
+    nodes: int | None = None  # Slurm --nodes
     cpus: int | None = None
     mem: str | None = None  # Slurm syntax: "4096" (MB) or "16G"
     time_limit: str | None = None  # Slurm syntax: minutes, "HH:MM:SS", "D-HH:MM"
@@ -91,6 +95,10 @@ class Resources:
             check_token(self.account, "account")
         if not isinstance(self.gpus, int) or isinstance(self.gpus, bool) or not 0 <= self.gpus <= 64:
             raise BackendError(f"gpus must be an integer 0..64, got {self.gpus!r}", permanent=True)
+        if self.nodes is not None and (
+            not isinstance(self.nodes, int) or isinstance(self.nodes, bool) or not 1 <= self.nodes <= 1024
+        ):
+            raise BackendError(f"nodes must be an integer 1..1024, got {self.nodes!r}", permanent=True)
         if self.cpus is not None and (
             not isinstance(self.cpus, int) or isinstance(self.cpus, bool) or not 1 <= self.cpus <= 4096
         ):
@@ -183,6 +191,12 @@ class Backend(ABC):
 
         Dispatch calls this before submitting again after an interrupted attempt (a worker
         killed mid-submit), so a job is adopted rather than started twice."""
+        return None
+
+    def check_resources(self, resources: Resources) -> None:
+        """Refuse (permanent BackendError, said plainly) what the cluster cannot give: a partition
+        it does not have, more GPUs per node than any of its nodes holds. Dispatch asks this
+        before it submits, so a job that could never start fails at once with the reason."""
         return None
 
     @abstractmethod

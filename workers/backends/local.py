@@ -18,7 +18,16 @@ import threading
 import time
 from pathlib import Path
 
-from workers.backends.base import Backend, BackendError, JobSpec, JobState, JobStatus, check_token, register
+from workers.backends.base import (
+    Backend,
+    BackendError,
+    JobSpec,
+    JobState,
+    JobStatus,
+    Resources,
+    check_token,
+    register,
+)
 
 # $1 = the command line, $2 = the exit-code file. Both arrive as positional parameters, so
 # nothing about them is ever re-parsed by this outer shell. The write is atomic (tmp + mv)
@@ -83,6 +92,14 @@ def tail_file(path: Path, tail_bytes: int) -> str:
         return ""
 
 
+def machine_gpus() -> int:
+    """NVIDIA GPUs the driver lists on this machine (0 without the driver)."""
+    try:
+        return sum(1 for _ in Path("/proc/driver/nvidia/gpus").iterdir())
+    except OSError:
+        return 0
+
+
 def describe_exit(code: int) -> str:
     if code == 0:
         return "exited with code 0"
@@ -121,6 +138,9 @@ class LocalBackend(Backend):
         inherit = list(_INHERITED_ENV) + list(self.setting("inherit_env", []) or [])
         env = {k: os.environ[k] for k in inherit if k in os.environ}
         env.update(spec.env)
+        if spec.resources.gpus:
+            # The first N of this machine's GPUs; several local jobs at once share them.
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(spec.resources.gpus))
         try:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(log_path, "ab") as log:
@@ -220,6 +240,11 @@ class LocalBackend(Backend):
         if meta is None:
             return ""
         return tail_file(Path(str(meta["log_path"])), tail_bytes)
+
+    def check_resources(self, resources: Resources) -> None:
+        if resources.gpus and resources.gpus > machine_gpus():
+            raise BackendError(f"{resources.gpus} GPUs asked, but this machine has {machine_gpus()}",
+                               permanent=True)
 
     def test_connection(self) -> str:
         d = self.state_dir

@@ -6,14 +6,25 @@ finds the job it already created instead of starting a second one.
 
 from __future__ import annotations
 
+import random
 import re
 import shlex
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
-from workers.backends.base import Backend, BackendError, JobSpec, JobState, JobStatus, check_token, register
+from workers.backends.base import (
+    Backend,
+    BackendError,
+    JobSpec,
+    JobState,
+    JobStatus,
+    Resources,
+    check_token,
+    register,
+)
 from workers.backends.local import describe_exit
 
 _STATES = {
@@ -24,6 +35,9 @@ _STATES = {
     "STOPPED": JobState.CANCELLED,
 }
 _EXIT_IN_MESSAGE = re.compile(r"exit code (-?\d+)")
+# A head whose job agent is not up yet (fresh head, or one under load) answers 500 with this.
+_BUSY = re.compile(r"No available agent to submit job|try again later", re.IGNORECASE)
+_BUSY_BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0, 8.0, 0.0)
 
 
 @register("ray")
@@ -104,12 +118,18 @@ class RayBackend(Backend):
             body["entrypoint_num_gpus"] = res.gpus
         if res.ray_resources:
             body["entrypoint_resources"] = dict(res.ray_resources)
-        r = self._request("POST", "/api/jobs/", json=body, timeout=self.submit_timeout)
-        if r.is_success:
-            return str(r.json().get("submission_id") or sid)
-        if "already exists" in r.text:
-            # A retry after a lost answer: the job from the first attempt is ours.
-            return sid
+        deadline = time.monotonic() + self.submit_timeout
+        for delay in _BUSY_BACKOFF:
+            r = self._request("POST", "/api/jobs/", json=body, timeout=self.submit_timeout)
+            if r.is_success:
+                return str(r.json().get("submission_id") or sid)
+            if "already exists" in r.text:
+                # A retry after a lost answer (or a busy answer that was not): the job is ours.
+                return sid
+            if not _BUSY.search(r.text) or time.monotonic() + delay > deadline:
+                break
+            # The head says so itself: its job agent is starting or overloaded. Ask again shortly.
+            time.sleep(delay * random.uniform(0.8, 1.2))
         raise self._error("Ray refused the job", r)
 
     def find(self, spec: JobSpec) -> str | None:
@@ -146,6 +166,25 @@ class RayBackend(Backend):
         if state is JobState.FAILED and info.get("error_type"):
             reason += f" [{info['error_type']}]"
         return JobStatus(state, code if isinstance(code, int) else None, reason)
+
+    def check_resources(self, resources: Resources) -> None:
+        if resources.nodes and resources.nodes > 1:
+            raise BackendError("a Ray job's entrypoint runs on one node: ask for GPUs, the program spreads "
+                               "its own work over the cluster", permanent=True)
+        wanted = {**({"GPU": float(resources.gpus)} if resources.gpus else {}), **resources.ray_resources}
+        if not wanted:
+            return
+        r = self._request("GET", "/api/v0/nodes", params={"limit": 1000, "detail": "1"})
+        if not r.is_success:
+            raise self._error("cannot read the cluster's nodes", r)
+        rows = ((r.json().get("data") or {}).get("result") or {}).get("result") or []
+        alive = [n.get("resources_total") or {} for n in rows if n.get("state") == "ALIVE"]
+        for name, amount in wanted.items():
+            most = max((float(n.get(name, 0)) for n in alive), default=0.0)
+            if amount > most:
+                what = "GPUs" if name == "GPU" else f"of resource {name!r}"
+                raise BackendError(f"{amount:g} {what} asked, but no node of this Ray cluster has more than "
+                                   f"{most:g} ({len(alive)} node(s) alive)", permanent=True)
 
     def cancel(self, external_id: str) -> None:
         sid = check_token(external_id, "Ray submission id")

@@ -43,8 +43,10 @@ class Runner:
 
 
 # sbatch exports the submitting environment to the job by default; locally that would be
-# the worker's environment (database URL, secret key). Only these reach sbatch.
-_PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "USER", "LOGNAME", "TZ")
+# the worker's environment (database URL, secret key). Only these reach sbatch. SLURM_CONF too:
+# a worker started beside a cluster may have its Slurm client configured that way (the cluster's
+# slurm_conf setting, when given, wins).
+_PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "USER", "LOGNAME", "TZ", "SLURM_CONF")
 
 
 class LocalRunner(Runner):

@@ -19,7 +19,7 @@ from typing import Any
 
 import paramiko
 
-from workers.backends.base import Backend, BackendError, JobSpec, JobState, JobStatus, register
+from workers.backends.base import Backend, BackendError, JobSpec, JobState, JobStatus, Resources, register
 from workers.backends.local import describe_exit
 from workers.backends.runners import LocalRunner, Result, Runner, SshRunner, add_known_hosts, load_private_key
 
@@ -62,6 +62,16 @@ def _exit_from_pair(pair: str) -> int | None:
         return None
     code, sig = int(m.group(1)), int(m.group(2))
     return 128 + sig if sig and not code else code
+
+
+def gres_gpus(gres: str) -> int:
+    """GPUs in one node's GRES as sinfo prints it: "gpu:a100:4(S:0-1),shard:8" -> 4; "(null)" -> 0."""
+    total = 0
+    for item in gres.split(","):
+        m = re.match(r"gpu(?::[^:(]+)?:(\d+)", item.strip())
+        if m:
+            total += int(m.group(1))
+    return total
 
 
 def _remote_path(path: str) -> str:
@@ -143,6 +153,8 @@ class SlurmBackend(Backend):
             opts.append(f"--partition={res.partition}")
         if res.account:
             opts.append(f"--account={res.account}")
+        if res.nodes:
+            opts.append(f"--nodes={res.nodes}")
         if res.gpus:
             opts.append(f"--gres=gpu:{res.gpus}")
         if res.cpus:
@@ -247,7 +259,9 @@ class SlurmBackend(Backend):
                 if state.is_terminal:
                     # JSON carries the raw wait status; scontrol has the clean "code:signal".
                     return self._from_scontrol(jid) or JobStatus(state, None, str(raw))
-                return JobStatus(state, None, str(job.get("state_reason") or raw))
+                restarts = job.get("restart_cnt")
+                return JobStatus(state, None, str(job.get("state_reason") or raw),
+                                 restarts=restarts if isinstance(restarts, int) else 0)
         return None
 
     def _from_squeue_text(self, jid: str) -> JobStatus | None:
@@ -275,7 +289,8 @@ class SlurmBackend(Backend):
         reason = fields.get("Reason", "")
         if state.is_terminal and code is not None and state is not JobState.CANCELLED:
             reason = describe_exit(code) + (f" ({reason})" if reason and reason != "None" else "")
-        return JobStatus(state, code, reason)
+        restarts = fields.get("Restarts", "0")
+        return JobStatus(state, code, reason, restarts=int(restarts) if restarts.isdigit() else 0)
 
     def _from_sacct(self, jid: str) -> JobStatus | None:
         # With slurmdbd: plain sacct. Without it (22.05 test clusters): the jobcomp file (-c).
@@ -325,6 +340,43 @@ class SlurmBackend(Backend):
             timeout=self.timeout,
         )
         return r.stdout
+
+    def partitions(self) -> dict[str, tuple[int, int, bool]]:
+        """What sinfo reports: partition -> (nodes, most GPUs on one node, is the default)."""
+        r = self._run("sinfo", "-h", "-N", "-o", "%P|%N|%G")
+        if not r.ok:
+            raise self._fail("sinfo failed", r)
+        nodes: dict[str, set[str]] = {}
+        gpus: dict[str, int] = {}
+        default = ""
+        for line in r.stdout.splitlines():
+            parts = line.strip().split("|")
+            if len(parts) != 3:
+                continue
+            name, node, gres = parts
+            if name.endswith("*"):
+                name = default = name[:-1]
+            nodes.setdefault(name, set()).add(node)
+            gpus[name] = max(gpus.get(name, 0), gres_gpus(gres))
+        return {p: (len(n), gpus[p], p == default) for p, n in nodes.items()}
+
+    def check_resources(self, resources: Resources) -> None:
+        if not (resources.partition or resources.gpus or resources.nodes):
+            return
+        parts = self.partitions()
+        name = resources.partition or next((p for p, (_, _, d) in parts.items() if d), "")
+        if name not in parts:
+            known = ", ".join(sorted(parts)) or "none"
+            raise BackendError(f"partition {name!r} does not exist on this cluster (sinfo lists: {known})"
+                               if resources.partition else f"no default partition; name one of: {known}",
+                               permanent=True)
+        count, most, _ = parts[name]
+        if resources.gpus > most:
+            raise BackendError(f"{resources.gpus} GPUs per node asked, but no node of partition {name!r} has "
+                               f"more than {most} (sinfo GRES)", permanent=True)
+        if resources.nodes and resources.nodes > count:
+            raise BackendError(f"{resources.nodes} nodes asked, but partition {name!r} has {count}",
+                               permanent=True)
 
     def test_connection(self) -> str:
         r = self._run("sinfo", "-h", "-o", "%P %a %D %T")

@@ -10,6 +10,12 @@ from workers.backends import BackendError
 from workers.celery import app
 
 
+def _queue_of(task: Any) -> Any:
+    """The queue this message came from (None: the default): retries and follow-ups stay beside
+    the same cluster."""
+    return (task.request.delivery_info or {}).get("routing_key") or None
+
+
 @app.task(bind=True, name="deeprepo.jobs.dispatch", acks_late=True, max_retries=None,
           soft_time_limit=150, time_limit=180)
 def dispatch_job(self: Any, job_id: int) -> str:
@@ -17,10 +23,10 @@ def dispatch_job(self: Any, job_id: int) -> str:
     from deeprepo_web.jobs.services.errors import DispatchRetry
 
     try:
-        return job_dispatch(job_id=job_id)
+        return job_dispatch(job_id=job_id, worker=str(self.request.hostname or ""))
     except DispatchRetry as e:
         # Bounded by the job's attempt counter in the service, not by Celery's retry count.
-        raise self.retry(countdown=e.countdown) from None
+        raise self.retry(countdown=e.countdown, queue=_queue_of(self)) from None
 
 
 @app.task(bind=True, name="deeprepo.jobs.cancel", acks_late=True, max_retries=5,
@@ -34,11 +40,11 @@ def cancel_job(self: Any, job_id: int) -> str:
         if e.permanent:
             job_cancel_failed(job_id=job_id, message=e.message)
             return f"cancel failed: {e.message}"
-        raise self.retry(countdown=min(60, 2 ** (self.request.retries + 1))) from None
+        raise self.retry(countdown=min(60, 2 ** (self.request.retries + 1)), queue=_queue_of(self)) from None
 
 
-@app.task(name="deeprepo.jobs.follow", soft_time_limit=30, time_limit=45, ignore_result=True)
-def follow_job(job_id: int, polls_left: int) -> None:
+@app.task(bind=True, name="deeprepo.jobs.follow", soft_time_limit=30, time_limit=45, ignore_result=True)
+def follow_job(self: Any, job_id: int, polls_left: int) -> None:
     """Fast polls of a job the cluster has just queued, so RUNNING shows within a second."""
     from deeprepo_web.jobs.services.dispatch import FOLLOW_EVERY, job_follow
 
@@ -47,14 +53,26 @@ def follow_job(job_id: int, polls_left: int) -> None:
     except BackendError:
         return  # beat's sync follows it anyway
     if still_queued and polls_left > 1:
-        follow_job.apply_async((job_id, polls_left - 1), countdown=FOLLOW_EVERY)
+        follow_job.apply_async((job_id, polls_left - 1), countdown=FOLLOW_EVERY, queue=_queue_of(self))
 
 
-@app.task(name="deeprepo.jobs.sync", soft_time_limit=120, time_limit=150, ignore_result=True)
+@app.task(name="deeprepo.jobs.sync", soft_time_limit=60, time_limit=90, ignore_result=True)
 def sync_jobs() -> dict[str, int]:
+    """Beat's: resend lost tasks, note clusters without a worker, send each cluster its sync."""
     from deeprepo_web.jobs.services.sync import jobs_sync
 
     try:
         return jobs_sync()
+    except SoftTimeLimitExceeded:
+        return {"timeout": 1}
+
+
+@app.task(name="deeprepo.jobs.sync_cluster", soft_time_limit=120, time_limit=150, ignore_result=True)
+def sync_cluster(cluster_id: int) -> dict[str, int]:
+    """Poll one cluster's active jobs, on the cluster's own queue."""
+    from deeprepo_web.jobs.services.sync import jobs_sync_cluster
+
+    try:
+        return jobs_sync_cluster(cluster_id=cluster_id)
     except SoftTimeLimitExceeded:
         return {"timeout": 1}

@@ -13,6 +13,7 @@ from deeprepo_web.audit.services import audit_record
 from deeprepo_web.jobs.crypto import SecretsUnreadable
 from deeprepo_web.jobs.models import Cluster, ClusterKind
 from deeprepo_web.jobs.services.errors import JobInputError
+from deeprepo_web.jobs.services.workers import queue_clean
 from deeprepo_web.text import clean_deep, clean_text
 from workers.backends import Backend, BackendError, backend_class, backend_for
 
@@ -56,12 +57,13 @@ def backend_for_cluster(cluster: Cluster) -> Backend:
 
 def cluster_save(
     *, project: Project, name: str, kind: str, settings_in: dict[str, Any],
-    secrets_in: dict[str, str | None] | None = None, cluster: Cluster | None = None,
+    secrets_in: dict[str, str | None] | None = None, cluster: Cluster | None = None, queue: str | None = None,
 ) -> Cluster:
     """Validate and save. secrets_in: name -> new value; None or "" keeps what is stored.
 
     Settings are checked by building the backend (required keys, key format, known_hosts
-    syntax) without contacting the cluster; `cluster_test` does that."""
+    syntax) without contacting the cluster; `cluster_test` does that. queue: the Celery queue its
+    jobs go to ("" = the default queue; None keeps what is stored)."""
     name = clean_text(name).strip()
     if not name or len(name) > 100:
         raise JobInputError("name", "is required (at most 100 characters)")
@@ -70,6 +72,7 @@ def cluster_save(
     if cluster is not None and cluster.kind != kind:
         raise JobInputError("kind", "cannot change the kind of an existing cluster; add a new one")
     clean = _clean_settings(kind, clean_deep(settings_in))
+    queue = queue_clean(queue) if queue is not None else (cluster.queue if cluster is not None else "")
     secret_fields = backend_class(kind).secret_fields
     try:
         secrets = cluster.get_secrets() if cluster is not None else {}
@@ -94,6 +97,7 @@ def cluster_save(
     if cluster is None:
         cluster = Cluster(project=project, kind=kind)
     cluster.name = name
+    cluster.queue = queue
     cluster.settings = clean
     cluster.set_secrets(secrets)
     with transaction.atomic():
@@ -101,7 +105,7 @@ def cluster_save(
         cluster.save()
         # Secret values never go in the row: only which ones were replaced.
         audit_record(project=project, action=Action.CLUSTER_SAVED, target=f"{kind} {name}", created=created,
-                     settings=clean, secrets_replaced=sorted(k for k, v in (secrets_in or {}).items() if v))
+                     settings=clean, queue=queue, secrets_replaced=sorted(k for k, v in (secrets_in or {}).items() if v))
     return cluster
 
 

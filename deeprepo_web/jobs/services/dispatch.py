@@ -66,7 +66,7 @@ def _retry_delay(attempt: int) -> float:
     return min(300.0, base * 2 ** max(0, attempt - 1)) * random.uniform(0.8, 1.2)
 
 
-def job_dispatch(*, job_id: int) -> str:
+def job_dispatch(*, job_id: int, worker: str = "") -> str:
     """Submit the job to its cluster. Returns what happened (for the task log).
 
     Raises DispatchRetry for a transient error while attempts remain."""
@@ -95,12 +95,12 @@ def job_dispatch(*, job_id: int) -> str:
             _dispatch_failed(job, e)
             return f"failed: {e.message}"
         try:
-            return _submit(job, backend, recovering)
+            return _submit(job, backend, recovering, worker)
         finally:
             backend.close()
 
 
-def _submit(job: Job, backend: Backend, recovering: bool) -> str:
+def _submit(job: Job, backend: Backend, recovering: bool, worker: str = "") -> str:
     try:
         external_id = None
         if recovering or job.attempts > 1:
@@ -116,8 +116,13 @@ def _submit(job: Job, backend: Backend, recovering: bool) -> str:
                     finalize(job.pk)
             return "cancelled before submit"
         else:
+            spec = _spec(job, "")
+            # What the cluster cannot give fails here, with its reason, instead of queueing forever.
+            backend.check_resources(spec.resources)
             external_id = backend.submit(_spec(job, _job_key(job)))
             how = f"submitted to {job.cluster.name} as {external_id}"
+        if worker:
+            how += f" by worker {worker}"
     except BackendError as e:
         return _dispatch_failed(job, e)
     now = timezone.now()
@@ -137,7 +142,7 @@ def _submit(job: Job, backend: Backend, recovering: bool) -> str:
     job.refresh_from_db()
     if job.status == JobStatus.QUEUED:
         # If the broker is away, beat's sync follows the job anyway.
-        enqueue("deeprepo.jobs.follow", job.pk, FOLLOW_POLLS, countdown=FOLLOW_EVERY)
+        enqueue("deeprepo.jobs.follow", job.pk, FOLLOW_POLLS, countdown=FOLLOW_EVERY, queue=job.cluster.task_queue)
     return how
 
 

@@ -16,13 +16,14 @@ from deeprepo_web.jobs.models import Cluster, ClusterKind, Job, JobStatus, JobTe
 from deeprepo_web.jobs.params import ParamError, render_command, validate_params, validate_schema
 from deeprepo_web.jobs.services.errors import JobInputError, JobStateError
 from deeprepo_web.jobs.services.state import finalize, job_event
+from deeprepo_web.jobs.services.workers import queue_is_live, waiting_message
 from deeprepo_web.runs.models import RunStatus
 from deeprepo_web.runs.services import run_create, run_name_free
 from deeprepo_web.text import clean_deep, clean_text
 from workers.backends import BackendError, Resources
 from workers.queue import enqueue
 
-RESOURCE_FIELDS = ("partition", "gpus", "cpus", "mem", "time_limit", "account", "ray_resources")
+RESOURCE_FIELDS = ("partition", "nodes", "gpus", "cpus", "mem", "time_limit", "account", "ray_resources")
 
 
 def resources_validate(raw: dict[str, Any]) -> dict[str, Any]:
@@ -32,7 +33,7 @@ def resources_validate(raw: dict[str, Any]) -> dict[str, Any]:
         value = raw.get(key)
         if value is None or value == "" or value == {}:
             continue
-        if key in ("gpus", "cpus"):
+        if key in ("gpus", "cpus", "nodes"):
             try:
                 value = int(value)
             except (TypeError, ValueError):
@@ -45,8 +46,7 @@ def resources_validate(raw: dict[str, Any]) -> dict[str, Any]:
         out[key] = value
     unknown = sorted(set(raw) - set(RESOURCE_FIELDS))
     if unknown:
-        raise JobInputError(unknown[0], "is not a resource (partition, gpus, cpus, mem, time_limit, account, "
-                                        "ray_resources)")
+        raise JobInputError(unknown[0], f"is not a resource ({', '.join(RESOURCE_FIELDS)})")
     try:
         Resources(**out)
     except BackendError as e:
@@ -102,6 +102,11 @@ def job_launch(
     job.save()
     who = getattr(user, "username", "") or "system"
     job_event(job, "", JobStatus.PENDING, f"launched by {who} on {cluster.name} ({cluster.kind})")
+    if not queue_is_live(cluster.task_queue):
+        # The task waits in the queue until a worker starts there; say so rather than look stuck.
+        job.error = waiting_message(cluster)
+        Job.objects.filter(pk=job.pk).update(error=job.error)
+        job_event(job, JobStatus.PENDING, JobStatus.PENDING, job.error)
     transaction.on_commit(functools.partial(job_enqueue, "dispatch", job.pk))
     return job
 
@@ -110,11 +115,17 @@ def stale_after() -> timedelta:
     return timedelta(seconds=float(settings.DEEPREPO_JOB_STALE_DISPATCH_SECONDS))
 
 
+def job_queue(job_id: int) -> str:
+    """The queue of the job's cluster: its tasks run on a worker beside that cluster."""
+    queue = Job.objects.filter(pk=job_id).values_list("cluster__queue", flat=True).first()
+    return queue or str(settings.CELERY_TASK_DEFAULT_QUEUE)
+
+
 def job_enqueue(what: str, job_id: int, *, note: bool = True) -> bool:
     """Send the job's dispatch or cancel task. The broker may be away (Redis restarting): then the
     row is already committed, so say so on the job and let beat's sync send it again once
     the job is stale, instead of failing the user's request after the fact."""
-    if enqueue(f"deeprepo.jobs.{what}", job_id):
+    if enqueue(f"deeprepo.jobs.{what}", job_id, queue=job_queue(job_id)):
         return True
     if note:
         status = Job.objects.filter(pk=job_id).values_list("status", flat=True).first() or ""
@@ -135,7 +146,7 @@ def job_cancel(*, job: Job, user: Any = None) -> Job:
             job_event(job, JobStatus.PENDING, JobStatus.CANCELLED, f"cancelled by {who} before it was submitted")
             finalize(job.pk)
     if not cancelled:
-        for status in (JobStatus.SUBMITTING, JobStatus.QUEUED, JobStatus.RUNNING):
+        for status in (JobStatus.SUBMITTING, JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.REQUEUED):
             if Job.objects.filter(pk=job.pk, status=status).update(status=JobStatus.CANCELLING):
                 job_event(job, status, JobStatus.CANCELLING, f"cancel requested by {who}")
                 transaction.on_commit(functools.partial(job_enqueue, "cancel", job.pk))

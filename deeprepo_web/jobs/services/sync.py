@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
@@ -12,13 +13,22 @@ from django.utils import timezone
 
 from deeprepo_web.importers.jobs import import_job_run_in_place
 from deeprepo_web.importers.models import ImportOrigin
-from deeprepo_web.jobs.models import ACTIVE_JOB_STATUSES, FINAL_JOB_STATUSES, ClusterKind, Job, JobStatus
+from deeprepo_web.jobs.models import (
+    ACTIVE_JOB_STATUSES,
+    FINAL_JOB_STATUSES,
+    Cluster,
+    ClusterKind,
+    Job,
+    JobStatus,
+)
 from deeprepo_web.jobs.services.clusters import backend_for_cluster
 from deeprepo_web.jobs.services.launch import job_enqueue, stale_after
 from deeprepo_web.jobs.services.state import advisory_lock, finalize, job_event
+from deeprepo_web.jobs.services.workers import WAIT_ERROR, queues_live, waiting_message
 from deeprepo_web.runs.models import Run, RunStatus
 from deeprepo_web.text import clean_text
 from workers.backends import Backend, BackendError, JobState
+from workers.queue import enqueue
 
 log = logging.getLogger(__name__)
 
@@ -37,53 +47,100 @@ _STATE_TO_JOB = {
 }
 
 
-def jobs_sync(*, limit: int = 1000) -> dict[str, int]:
-    """Follow every active job once. One pass at a time (advisory lock); beat calls this."""
-    counts = {"checked": 0, "changed": 0, "redispatched": 0}
+def jobs_sync() -> dict[str, int]:
+    """Beat's pass (any worker): resend lost tasks, mark jobs whose cluster's queue has no worker,
+    and send each cluster with active jobs a sync on its own queue, where a worker that reaches
+    that cluster polls it (`jobs_sync_cluster`)."""
+    counts = {"clusters": 0, "redispatched": 0, "waiting": 0}
     with advisory_lock(_SYNC_LOCK) as held:
         if not held:
             return counts
-        stale = timezone.now() - stale_after()
-        # Jobs whose task message was lost (broker restarted, publish failed): send it again.
-        # A duplicate is harmless: dispatch moves a job by conditional updates under a per-job lock.
-        for job_id, status, external_id in Job.objects.filter(
-            Q(status__in=[JobStatus.PENDING, JobStatus.SUBMITTING]) | Q(status=JobStatus.CANCELLING),
-            updated_at__lt=stale,
-        ).values_list("pk", "status", "external_id")[:100]:
-            what = "cancel" if status == JobStatus.CANCELLING and external_id else "dispatch"
-            if not job_enqueue(what, job_id, note=False):
-                break  # the broker is away; the next pass tries again
-            Job.objects.filter(pk=job_id).update(updated_at=timezone.now())
-            job_event(job_id, status, status, f"{what} sent again: nothing happened for "
-                   f"{stale_after().total_seconds():.0f}s (its task message was lost)")
-            counts["redispatched"] += 1
-        jobs = list(
-            Job.objects.filter(status__in=ACTIVE_JOB_STATUSES).exclude(external_id="")
+        live = queues_live()
+        busy = list(Job.objects.exclude(status__in=FINAL_JOB_STATUSES).order_by()
+                    .values_list("cluster_id", flat=True).distinct())
+        clusters = {c.pk: c for c in Cluster.objects.filter(pk__in=busy)}
+        dead = {pk for pk, c in clusters.items() if c.task_queue not in live}
+        if not settings.CELERY_TASK_ALWAYS_EAGER:
+            counts["waiting"] = sum(_note_waiting(c) for pk, c in clusters.items() if pk in dead)
+        counts["redispatched"] = _resend_lost(exclude_clusters=dead)
+        active = set(Job.objects.filter(status__in=ACTIVE_JOB_STATUSES).exclude(external_id="").order_by()
+                     .values_list("cluster_id", flat=True).distinct())
+        every = float(settings.DEEPREPO_JOB_SYNC_SECONDS)
+        for pk in sorted(active - dead):
+            # Superseded by the next beat's message if no worker took it in time.
+            if not enqueue("deeprepo.jobs.sync_cluster", pk, queue=clusters[pk].task_queue,
+                           expires=max(1.0, every * 2)):
+                break
+            counts["clusters"] += 1
+    return counts
+
+
+def _resend_lost(*, exclude_clusters: set[int]) -> int:
+    """Jobs whose task message was lost (broker restarted, publish failed): send it again.
+    A duplicate is harmless: dispatch moves a job by conditional updates under a per-job lock.
+    A queue without a worker still holds its message: nothing was lost there."""
+    sent = 0
+    stale = timezone.now() - stale_after()
+    for job_id, status, external_id in Job.objects.filter(
+        Q(status__in=[JobStatus.PENDING, JobStatus.SUBMITTING]) | Q(status=JobStatus.CANCELLING),
+        updated_at__lt=stale,
+    ).exclude(cluster_id__in=exclude_clusters).values_list("pk", "status", "external_id")[:100]:
+        what = "cancel" if status == JobStatus.CANCELLING and external_id else "dispatch"
+        if not job_enqueue(what, job_id, note=False):
+            break  # the broker is away; the next pass tries again
+        Job.objects.filter(pk=job_id).update(updated_at=timezone.now())
+        job_event(job_id, status, status, f"{what} sent again: nothing happened for "
+                  f"{stale_after().total_seconds():.0f}s (its task message was lost)")
+        sent += 1
+    return sent
+
+
+def _note_waiting(cluster: Cluster) -> int:
+    """Say on each unfinished job of `cluster` (once) that no worker listens on its queue."""
+    message = waiting_message(cluster)
+    noted = 0
+    for job_id, status in (Job.objects.filter(cluster=cluster).exclude(status__in=FINAL_JOB_STATUSES)
+                           .exclude(error__startswith=WAIT_ERROR).values_list("pk", "status")[:1000]):
+        if Job.objects.filter(pk=job_id, status=status).exclude(error__startswith=WAIT_ERROR).update(
+                error=message):
+            shown = "" if status in (JobStatus.PENDING, JobStatus.SUBMITTING) else \
+                "; the status shown is the last one reported"
+            job_event(job_id, status, status, message + shown)
+            noted += 1
+    return noted
+
+
+def jobs_sync_cluster(*, cluster_id: int, limit: int = 1000) -> dict[str, int]:
+    """Follow every active job of one cluster once (a worker on its queue; one pass at a time)."""
+    counts = {"checked": 0, "changed": 0}
+    with advisory_lock((_SYNC_LOCK[0], cluster_id)) as held:
+        if not held:
+            return counts
+        group = list(
+            Job.objects.filter(cluster_id=cluster_id, status__in=ACTIVE_JOB_STATUSES).exclude(external_id="")
             .select_related("cluster", "project", "run").order_by("synced_at")[:limit]
         )
-        by_cluster: dict[int, list[Job]] = {}
-        for job in jobs:
-            by_cluster.setdefault(job.cluster_id, []).append(job)
-        for group in by_cluster.values():
-            try:
-                backend = backend_for_cluster(group[0].cluster)
-            except BackendError as e:
-                for job in group:
-                    _note_sync_error(job, e)
-                continue
-            try:
-                for i, job in enumerate(group):
-                    counts["checked"] += 1
-                    try:
-                        counts["changed"] += int(sync_one(job, backend, raise_transient=True))
-                    except BackendError as e:
-                        # The cluster is unreachable (controller down, network): each further
-                        # poll would wait out the same timeout, so say so on the rest at once.
-                        for other in group[i:]:
-                            _note_sync_error(other, e)
-                        break
-            finally:
-                backend.close()
+        if not group:
+            return counts
+        try:
+            backend = backend_for_cluster(group[0].cluster)
+        except BackendError as e:
+            for job in group:
+                _note_sync_error(job, e)
+            return counts
+        try:
+            for i, job in enumerate(group):
+                counts["checked"] += 1
+                try:
+                    counts["changed"] += int(sync_one(job, backend, raise_transient=True))
+                except BackendError as e:
+                    # The cluster is unreachable (controller down, network): each further
+                    # poll would wait out the same timeout, so say so on the rest at once.
+                    for other in group[i:]:
+                        _note_sync_error(other, e)
+                    break
+        finally:
+            backend.close()
     return counts
 
 
@@ -123,13 +180,22 @@ def sync_one(job: Job, backend: Backend, *, raise_transient: bool = False) -> bo
     if job.error.startswith(FOLLOW_ERROR) and Job.objects.filter(
             pk=job.pk, error__startswith=FOLLOW_ERROR).update(error=""):
         job_event(job, job.status, job.status, f"cluster reachable again; it reports the job {status.state}")
+    if job.error.startswith(WAIT_ERROR) and Job.objects.filter(
+            pk=job.pk, error__startswith=WAIT_ERROR).update(error=""):
+        job_event(job, job.status, job.status, f"a worker on {job.cluster.name} follows the job again; "
+                                               f"the cluster reports it {status.state}")
     new = _STATE_TO_JOB.get(status.state)
     old = job.status
+    requeued = status.restarts > job.requeues
+    if requeued:
+        updates["requeues"] = status.restarts
+    if new == JobStatus.QUEUED and (requeued or old in (JobStatus.RUNNING, JobStatus.REQUEUED)):
+        new = JobStatus.REQUEUED  # back in the cluster's queue after it ran: say so, with the reason
     if new is None or new == old or (old == JobStatus.CANCELLING and not status.state.is_terminal):
-        Job.objects.filter(pk=job.pk).update(**updates)
-        return False
-    if old == JobStatus.RUNNING and new == JobStatus.QUEUED:
-        Job.objects.filter(pk=job.pk).update(**updates)  # requeued by the cluster; keep "running"
+        if Job.objects.filter(pk=job.pk).update(**updates) and requeued and new == old:
+            # Requeued and started again between two polls: still worth a line.
+            job_event(job, old, old, f"requeued by the cluster and started again (restart {status.restarts}): "
+                                     f"{status.reason}")
         return False
     updates["status"] = new
     if new == JobStatus.RUNNING:
@@ -141,6 +207,11 @@ def sync_one(job: Job, backend: Backend, *, raise_transient: bool = False) -> bo
             updates["error"] = status.reason or new
         updates["started_at"] = Coalesce(F("started_at"), F("submitted_at"))
     reason = status.reason or str(status.state)
+    if new == JobStatus.REQUEUED:
+        reason = (f"requeued by {job.cluster.name} ({reason}; restart {status.restarts}): it runs again under the "
+                  f"same id {job.external_id} and logs into the same run")
+    elif old == JobStatus.REQUEUED and new == JobStatus.RUNNING:
+        reason = f"running again after the requeue (restart {status.restarts})"
     if new == JobStatus.CANCELLED and old != JobStatus.CANCELLING:
         reason = f"cancelled outside deeprepo ({reason})"
     if status.exit_code is not None and new in FINAL_JOB_STATUSES and "exit" not in reason:

@@ -14,7 +14,11 @@ from deeprepo_web.jobs.builtin import BUILTIN_TEMPLATES
 from deeprepo_web.jobs.models import JobTemplate
 from deeprepo_web.jobs.params import ParamError, validate_template
 from deeprepo_web.jobs.services.errors import JobInputError
+from deeprepo_web.jobs.services.launch import resources_validate
 from deeprepo_web.text import clean_deep, clean_text
+
+# The resources a template sets defaults for (the launch form starts from them).
+TEMPLATE_RESOURCES = ("partition", "nodes", "gpus", "time_limit")
 
 
 def builtin_templates_ensure() -> None:
@@ -47,6 +51,7 @@ def templates_for_project(project: Project) -> list[JobTemplate]:
 def template_save(
     *, project: Project, slug: str, name: str, kind: str, command_template: str, params_schema: Any,
     description: str = "", import_outputs: bool = False, template: JobTemplate | None = None,
+    resources: dict[str, Any] | None = None,
 ) -> JobTemplate:
     """Validate and save a project template; a placeholder without a parameter is refused."""
     if not slug_re.match(slug) or len(slug) > JobTemplate._meta.get_field("slug").max_length:  # type: ignore[operator]
@@ -58,6 +63,7 @@ def template_save(
         schema = clean_deep(validate_template(command_template, params_schema))
     except ParamError as e:
         raise JobInputError(e.field, e.message) from e
+    res = resources_validate({k: v for k, v in (resources or {}).items() if k in TEMPLATE_RESOURCES})
     if kind not in ("train", "eval"):
         raise JobInputError("kind", f"{kind!r} is not train or eval")
     if template is not None and (template.builtin or template.project_id != project.id):
@@ -68,7 +74,8 @@ def template_save(
     if clash.exists():
         raise JobInputError("slug", f"a template {slug!r} already exists")
     fields = {"slug": slug, "name": name, "kind": kind, "command_template": command_template,
-              "params_schema": schema, "description": description, "import_outputs": import_outputs}
+              "params_schema": schema, "description": description, "import_outputs": import_outputs,
+              "resources": res}
     if template is None:
         return JobTemplate.objects.create(project=project, **fields)
     for k, v in fields.items():
