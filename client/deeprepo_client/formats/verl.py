@@ -3,7 +3,8 @@
 Dump lines (ray_trainer `_dump_generations`, every generation): `input`, `output`, `score`, `step`,
 newer `gts`, then every reward_extra_info key whose list matched the batch (`acc`, `pred`, `reward`,
 `request_id`, `uid`, ...). Numeric extras are reward components; the rest goes to metrics.
-Tracker lines: `{"step": N, "data": {flat metrics}}`.
+Tracker lines: `{"step": N, "data": {flat metrics}}`. An agent loop's `output` (tool tags in the text) is split
+into turns by `_transcript.py`; the raw text stays in metrics `raw_output`.
 
 An output folder becomes a train run (rollout dumps + tracker metrics) and one eval run per
 validation step, linked to the train run at that step. Which dump folder is validation is known
@@ -23,6 +24,7 @@ from ._batches import batch_points, batch_rollouts
 from ._groups import assign_groups, eval_run, step_point
 from ._json import iter_jsonl, loads
 from ._stepfiles import file_times, read_rows
+from ._transcript import MARKERS, final_text, split_agent_text
 from ._unread import unread
 from ._values import num, short_hash
 
@@ -116,6 +118,10 @@ def _rollout(row: dict[str, Any], uid: str, step: int | None) -> RolloutRecord:
         "metrics": metrics,
         "advantage": num(row.get("advantage")),  # a custom reward fn may dump it: the framework's own
     }
+    turns = split_agent_text(output) if isinstance(output, str) else None
+    if turns:  # the tool agent loop: turns inferred from the text, which stays one click away
+        r["turns"], r["final_answer"] = turns, final_text(turns)
+        metrics["raw_output"], metrics["turns_inferred"] = output, MARKERS
     if gts is not None:
         r["oracle"] = gts if isinstance(gts, str) else json.dumps(gts, ensure_ascii=False)
     return r
