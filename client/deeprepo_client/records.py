@@ -99,6 +99,9 @@ class RunRecord(TypedDict, total=False):
     parent_ref: str | None  # ref of another run in the same import (an eval of its checkpoint)
     checkpoint_step: int | None
     summary: dict[str, Any]
+    # The file stops before the run's end (cut short, or still written): what it says of the run's
+    # end (status, summary) never replaces what a complete file stored.
+    partial: bool
 
 
 # Events a parser yields, in order: a RunEvent before any data event that names its ref.

@@ -85,19 +85,34 @@ class Importer:
             started_at=_ts(record.get("started_at")), finished_at=_ts(record.get("finished_at")), **fields,
         )
         if not created:
-            # The same file (or a newer copy of it) again: refresh what the file says about the run.
-            changes = {k: v for k, v in fields.items() if k not in ("notes", "tags") and v not in ("", None, {})}
-            if changes.get("summary"):
-                changes["summary"] = {**run.summary, **changes["summary"]}
-            if parent is not None:
-                changes["parent"] = parent
-            runs.run_update(run=run, **changes)
+            self._refresh(ref, run, record, fields, parent)
         rep = self.by_ref[ref]
         rep.public_id, rep.created, rep.kind = run.public_id, created, run.kind
         self.runs[ref] = run
         self.rep_by_pk[run.pk] = rep
         self.report.runs.append(rep)
         return run
+
+    def _refresh(self, ref: str, run: Run, record: dict[str, Any], fields: dict[str, Any], parent: Run | None) -> None:
+        """The same file (or another copy of it) again: refresh what the file says about the run.
+
+        A partial file (cut short, or still written) knows nothing of how an ended run ended: over a
+        run a complete file finished, it keeps the run's status and lets its summary fill gaps only.
+        """
+        changes = {k: v for k, v in fields.items() if k not in ("notes", "tags") and v not in ("", None, {})}
+        ended = run.status in (RunStatus.FINISHED, RunStatus.FAILED)
+        if record.get("partial") and ended:
+            if changes.pop("status", run.status) != run.status:
+                self.report.problem(self.display(self.report.path), None,
+                                    f"run {self.by_ref[ref].name!r} kept its status {run.status!r}: this file is "
+                                    "cut short, and an earlier complete import said how the run ended")
+            if changes.get("summary"):
+                changes["summary"] = {**changes["summary"], **run.summary}
+        elif changes.get("summary"):
+            changes["summary"] = {**run.summary, **changes["summary"]}
+        if parent is not None:
+            changes["parent"] = parent
+        runs.run_update(run=run, **changes)
 
     def finish(self, had_problems: bool) -> None:
         """Runs the file announced but sent no rows for: made only when nothing went wrong."""
