@@ -46,6 +46,7 @@ class Importer:
         self.matched: dict[str, set[str]] = {}  # ref -> example keys whose rewards went to other runs
         self.rep_by_pk: dict[int, RunReport] = {}
         self.writers: Writers | None = None
+        self.orphans: dict[str, str] = {}  # ref -> its parent's ref, not announced yet when the run was made
 
     # ------------------------------------------------------------ runs
 
@@ -63,7 +64,7 @@ class Importer:
         if record is None:  # a parser bug, but never lose the data: a run named after the ref
             self.run_event(RunEvent(ref, {"name": ref}))
             record = self.records[ref]
-        parent = self.run_for(record["parent_ref"]) if record.get("parent_ref") in self.records else None
+        parent = self._parent(ref, record)
         name = self.by_ref[ref].name
         source = str(record.get("source") or "import")[:32]
         external_id = str(record.get("external_id") or name)[:200]
@@ -93,6 +94,23 @@ class Importer:
         self.report.runs.append(rep)
         return run
 
+    def _parent(self, ref: str, record: dict[str, Any]) -> Run | None:
+        """The run's parent: another run of this import, or one the project already has (an eval folder
+        imported after its train run, an MLflow child run after its parent). A parent of this import
+        announced later than its child is linked at the end (finish)."""
+        parent_ref = record.get("parent_ref")
+        if parent_ref in self.records and parent_ref != ref:
+            return self.run_for(parent_ref)
+        external = record.get("parent_external_id")
+        if external:
+            found = Run.objects.filter(project=self.project, source=str(record.get("source") or "import")[:32],
+                                       external_id=str(external)[:200]).first()
+            if found is not None:
+                return found
+        if parent_ref:
+            self.orphans[ref] = str(parent_ref)
+        return None
+
     def _refresh(self, ref: str, run: Run, record: dict[str, Any], fields: dict[str, Any], parent: Run | None) -> None:
         """The same file (or another copy of it) again: refresh what the file says about the run.
 
@@ -120,6 +138,9 @@ class Importer:
             if ref in self.runs or ref in self.matched or had_problems:
                 continue
             self.run_for(ref)
+        for ref, parent_ref in self.orphans.items():
+            if ref in self.runs and parent_ref in self.records:
+                runs.run_update(run=self.runs[ref], parent=self.run_for(parent_ref))
         # The batches committed without waiting for the disk (batch_transaction). This write
         # commits the ordinary way, and Postgres flushes its log in order: once it returns, every
         # batch before it is on disk too, so nothing is reported that a crash could still take.

@@ -102,6 +102,7 @@ def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[
                 continue
             yield from eval_run(f"eval/{version}", {
                 "name": f"{name} · eval version {version}", "source": "areal",
-                "external_id": f"{name}:eval:{version}"}, version, rollouts, train_ref if has_train else None)
+                "external_id": f"{name}:eval:{version}"}, version, rollouts, train_ref if has_train else None,
+                f"{name}:train")
     if path.is_dir():
         yield from unread(trial, read, "an AReaL trial (rollout/<version>/, eval-rollout/<version>/)", partial_ok=partial_ok)

@@ -127,7 +127,7 @@ def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[
                 continue
             yield from eval_run(f"{d.name}/{step}", {
                 "name": f"{model} · {d.name} step {step}", "source": "art",
-                "external_id": f"{project}/{model}:{d.name}:{step}"}, step, rollouts, "train")
+                "external_id": f"{project}/{model}:{d.name}:{step}"}, step, rollouts, "train", run["external_id"])
     if path.is_dir():
         yield from unread(folder, read, "an ART model folder (history.jsonl, state.json, trajectories/<split>/NNNN.parquet)",
                           partial_ok=partial_ok)

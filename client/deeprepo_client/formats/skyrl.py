@@ -151,7 +151,7 @@ def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[
             points.append(point)
         if rollouts:
             yield from eval_run(f"eval/{step}", {"name": f"{name} · eval step {step}", "source": "skyrl",
-                                                 "external_id": f"{name}:eval:{step}"}, step, rollouts, "train")
+                                                 "external_id": f"{name}:eval:{step}"}, step, rollouts, "train", f"{name}:train")
     if steps:
         yield from batch_points("train", points)
     if (evals / EVAL_ONLY).is_dir():

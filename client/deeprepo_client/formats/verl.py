@@ -224,4 +224,4 @@ def _parse(root: Path, dirs: list[tuple[str, Path, list[tuple[int, Path]]]], tra
                 yield from eval_run(f"val/{folder.name}/{step}", {
                     "name": f"{name} · {folder.name} step {step}", "source": "verl",
                     "external_id": f"{root.name}:{folder.name}:{step}"}, step, rollouts,
-                    train_ref if has_train else None)
+                    train_ref if has_train else None, f"{root.name}:train")
