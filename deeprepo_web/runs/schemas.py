@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal, Required
 
 from django.conf import settings
@@ -31,6 +32,9 @@ class RunIn(Schema):
     parent_run_id: str | None = None
     checkpoint_step: Int32 | None = None
     project: str | None = None  # checked against the key's project when given
+    # when the run really started / ended (an import of old files); by default, now / at finish
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
 
 
 class RunPatch(Schema):

@@ -191,3 +191,23 @@ def test_a_cut_log_never_downgrades_the_complete_run(samples: Path, do_import: A
     assert any("cut short" in m for m in messages), messages
     assert any("kept its status 'finished'" in m for m in messages), messages
     assert MetricSeries.objects.get(run=after, key="train/reward").count == 60
+
+
+@pytest.mark.parametrize("folder", ["legacy-0.17.9", "offline-run-20261123_115534-mr11x276"])
+def test_deeprepo_import_keeps_the_runs_own_times(samples: Path, team: Any, live_server: Any, capsys: Any,
+                                                  folder: str) -> None:
+    """Issue 25 item 5: a run sent by `deeprepo import` starts and ends when its file says, not at the import."""
+    from datetime import UTC, datetime
+
+    from deeprepo_client.cli import main
+    from deeprepo_client.formats import parse
+    from deeprepo_client.records import RunEvent
+
+    [record] = [e.run for e in parse(samples / "wandb" / folder) if isinstance(e, RunEvent)]
+    assert main(["--url", live_server.url, "--api-key", team.key, "import", str(samples / "wandb" / folder)]) == 0, \
+        capsys.readouterr().err
+    run = Run.objects.get(project=team.project)
+    assert run.status == "finished"
+    assert run.started_at == datetime.fromtimestamp(record["started_at"], tz=UTC)
+    assert run.finished_at == datetime.fromtimestamp(record["finished_at"], tz=UTC)
+    assert run.started_at.year == 2026 and run.started_at.month == 11 and run.started_at.day == 23
