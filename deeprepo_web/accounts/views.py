@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST, require_safe
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey, Membership, Project, Role
 from deeprepo_web.accounts.services import api_key_create, api_key_revoke, membership_remove, membership_set
+from deeprepo_web.otlp.quiet import quiet_minutes
 from deeprepo_web.retention.models import RetentionPolicy
 
 
@@ -21,6 +22,7 @@ def _page(request: HttpRequest, project: Project, **extra: object) -> HttpRespon
         "keys": ApiKey.objects.filter(project=project).select_related("user").order_by("-created_at")[:200],
         "roles": Role.choices,
         "retention": RetentionPolicy.objects.filter(project=project).first(),
+        "otlp_quiet_minutes": quiet_minutes(project),
         **extra,
     }
     return render(request, "accounts/settings.html", context)
