@@ -19,7 +19,8 @@ from deeprepo_web.importers.media import media_store
 from deeprepo_web.importers.report import ImportReport, RunReport, exc_line
 from deeprepo_web.importers.writers import REFUSED, Writers, batch_transaction, rollouts_save
 from deeprepo_web.runs import services as runs
-from deeprepo_web.runs.ingest.metrics import metrics_ingest, series_cache_clear
+from deeprepo_web.runs.ingest.badkeys import metrics_ingest_good, refusal_line
+from deeprepo_web.runs.ingest.metrics import series_cache_clear
 from deeprepo_web.runs.ingest.pg import dumps
 from deeprepo_web.runs.ingest.rollouts import example_key_hash
 from deeprepo_web.runs.models import Run, RunKind, RunStatus
@@ -157,7 +158,11 @@ class Importer:
         run = self.run_for(ev.ref)
         try:
             with batch_transaction():
-                self.by_ref[ev.ref].points += metrics_ingest(run=run, points=ev.points)  # type: ignore[arg-type]
+                stored, refused = metrics_ingest_good(run=run, points=ev.points)  # type: ignore[arg-type]
+                self.by_ref[ev.ref].points += stored
+            if refused:
+                self.report.problem(self.display(self.report.path), None,
+                                    f"run {self.by_ref[ev.ref].name!r}: {refusal_line(refused)}")
         except REFUSED as exc:
             series_cache_clear()  # the failed batch's series rows were rolled back with it
             steps = [p["step"] for p in ev.points if isinstance(p, dict) and isinstance(p.get("step"), int)]

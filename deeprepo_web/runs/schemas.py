@@ -80,9 +80,18 @@ class RunOut(Schema):
         return settings.SITE_URL + reverse("run", args=[run.project.slug, run.public_id])
 
 
+class RefusedKeyOut(Schema):
+    point: int  # index in the request's list of points
+    step: int
+    key: str  # its first 100 characters
+    length: int
+    error: str
+
+
 class IngestOut(Schema):
     received: int
     stored: int
+    refused: list[RefusedKeyOut] = []  # metrics: keys left out of the batch (the others were stored)
 
 
 # The two hot payloads are validated into plain dicts (TypedDict), not model objects:
