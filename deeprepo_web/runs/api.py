@@ -120,7 +120,7 @@ def _refusal_noted(request: HttpRequest, run: Run, kind: str) -> Iterator[None]:
         raise
 
 
-@router.post("/runs/{run_id}/metrics", auth=ingest_auth, response=schemas.IngestOut, openapi_extra=_METRICS_DOC,
+@router.post("/runs/{run_id}/metrics", auth=ingest_auth, response=schemas.MetricsIngestOut, openapi_extra=_METRICS_DOC,
              exclude_defaults=True)  # "refused" only when a key was
 def metrics_ingest(request: HttpRequest, run_id: str) -> dict[str, Any]:
     run = run_for(request, run_id, write=True)

@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal, Required
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, Required
 
 from django.conf import settings
 from django.urls import reverse
 from ninja import Schema
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field, TypeAdapter
 from typing_extensions import TypedDict
 
 from deeprepo_web.api.schemas import Count, Int32, Int64, Iso
 from deeprepo_web.runs.models import Rollout, Run, ToolCall, Turn
 from deeprepo_web.trajectories.selectors import turns_page
+
+
+def _run_time(value: datetime) -> datetime:
+    if not 1970 <= value.year <= 2200:
+        raise ValueError("must be a time between 1970 and 2200")
+    return value.astimezone(UTC)
+
+
+# An ISO time with its offset (a naive one is ambiguous), within years a run can have.
+RunTime = Annotated[AwareDatetime, AfterValidator(_run_time)]
 
 
 class RunIn(Schema):
@@ -33,8 +43,8 @@ class RunIn(Schema):
     checkpoint_step: Int32 | None = None
     project: str | None = None  # checked against the key's project when given
     # when the run really started / ended (an import of old files); by default, now / at finish
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
+    started_at: RunTime | None = None
+    finished_at: RunTime | None = None
 
 
 class RunPatch(Schema):
@@ -91,7 +101,10 @@ class RefusedKeyOut(Schema):
 class IngestOut(Schema):
     received: int
     stored: int
-    refused: list[RefusedKeyOut] = []  # metrics: keys left out of the batch (the others were stored)
+
+
+class MetricsIngestOut(IngestOut):
+    refused: list[RefusedKeyOut] = []  # keys left out of the batch (the others were stored)
 
 
 # The two hot payloads are validated into plain dicts (TypedDict), not model objects:
