@@ -277,6 +277,9 @@ CELERY_BEAT_SCHEDULE = {
     # New turns, calls and answers become searchable this many seconds after ingest, at most.
     "search-index": {"task": "deeprepo.search.index", "schedule": DEEPREPO_SEARCH_INDEX_SECONDS,
                      "options": {"expires": DEEPREPO_SEARCH_INDEX_SECONDS * 2}},
+    # OTLP runs quiet for their project's period are finished (OTLP never says a run is over).
+    "otlp-close-quiet-runs": {"task": "deeprepo.otlp.close_quiet_runs", "schedule": 60.0,
+                              "options": {"expires": 120}},
     # Old rollout bodies and OTLP items (each project's retention setting), a bounded batch per beat.
     # MLflow spans whose trace info never came go to their experiment's traces run; idle traces runs finish.
     "mlflow-traces": {"task": "deeprepo.mlflow.traces_sweep", "schedule": 60.0, "options": {"expires": 120}},

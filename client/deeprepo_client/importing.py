@@ -12,6 +12,7 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,9 @@ class Sent:
 def _create(transport: Transport, record: dict[str, Any]) -> str:
     body = {k: record[k] for k in _RUN_FIELDS if record.get(k) not in (None, "")}
     body["source"] = str(body.get("source") or "import")[:32]
+    for when in ("started_at", "finished_at"):  # the file's own times, not the moment of the import
+        if isinstance(record.get(when), int | float):
+            body[when] = datetime.fromtimestamp(record[when], tz=UTC).isoformat()
     run = transport.request("POST", "/runs", body)
     if record.get("summary"):
         transport.request("PATCH", f"/runs/{run['id']}", {"summary": record["summary"]})

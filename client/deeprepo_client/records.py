@@ -97,8 +97,13 @@ class RunRecord(TypedDict, total=False):
     started_at: float | None  # unix seconds
     finished_at: float | None
     parent_ref: str | None  # ref of another run in the same import (an eval of its checkpoint)
+    parent_external_id: str | None  # the parent's external id (same source): found in the project when
+    #                                 it is not in this import (an eval folder imported after its train run)
     checkpoint_step: int | None
     summary: dict[str, Any]
+    # The file stops before the run's end (cut short, or still written): what it says of the run's
+    # end (status, summary) never replaces what a complete file stored.
+    partial: bool
 
 
 # Events a parser yields, in order: a RunEvent before any data event that names its ref.

@@ -129,7 +129,11 @@ def send_op(transport: Transport, run_id: str, op: dict[str, Any]) -> dict[str, 
                 half = len(body) // 2  # too big for the server: send it in halves
                 first = send_op(transport, run_id, {"kind": kind, "body": body[:half]}) or {}
                 second = send_op(transport, run_id, {"kind": kind, "body": body[half:]}) or {}
-                return {k: first.get(k, 0) + second.get(k, 0) for k in ("received", "stored")}
+                merged: dict[str, Any] = {k: first.get(k, 0) + second.get(k, 0) for k in ("received", "stored")}
+                # refused keys name their point in the request: the second half's start after the first's
+                merged["refused"] = [*first.get("refused", []),
+                                     *({**r, "point": r.get("point", 0) + half} for r in second.get("refused", []))]
+                return merged
             raise
     if kind == "update":
         return transport.request("PATCH", f"/runs/{run_id}", body)
@@ -205,6 +209,38 @@ def _send_group(transport: Transport, run_id: str, group: Group) -> DrainResult:
             return out
     if kind in _BATCH_KINDS:
         setattr(out, "points" if kind == "metrics" else "rollouts", (answer or {}).get("received", 0))
+    if kind == "metrics" and (answer or {}).get("refused"):
+        out.refused.extend(refused_parts(group.ops, answer["refused"]))
+    return out
+
+
+def refused_parts(ops: list[RawOp], refused: list[dict[str, Any]]) -> list[tuple[RawOp, str]]:
+    """The keys the server left out of a metrics request (it stored the others), as ops holding only
+    those values: kept in rejected.jsonl like a refused batch, so `sync --refused` can send them
+    again once the cause is fixed, and nothing good is sent twice."""
+    by_point: dict[int, list[dict[str, Any]]] = {}
+    for r in refused:
+        by_point.setdefault(int(r.get("point", -1)), []).append(r)
+    out: list[tuple[RawOp, str]] = []
+    start = 0
+    for op in ops:
+        points = json.loads(op.body)
+        if isinstance(points, dict):  # {"points": [...]}, as the API also takes it
+            points = points.get("points") or []
+        kept: list[dict[str, Any]] = []
+        errors: list[str] = []
+        for i, point in enumerate(points):
+            for r in by_point.get(start + i, []):
+                keys = [k for k in point.get("values", {}) if len(k) == r.get("length") and k.startswith(r.get("key", ""))]
+                if keys:
+                    kept.append({**point, "values": {k: point["values"][k] for k in keys}})
+                    errors.append(f"metric key {r.get('key', '')[:60]!r} ({r.get('length')} characters) "
+                                  f"at step {point.get('step')}: {r.get('error')}")
+        start += len(points)
+        if kept:
+            body = json.dumps(kept, allow_nan=True).encode()
+            message = "; ".join(errors[:3]) + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "")
+            out.append((RawOp(op.seq, op.kind, body, op.end), message + " (the batch's other keys were stored)"))
     return out
 
 

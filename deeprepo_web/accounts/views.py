@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST, require_safe
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey, Membership, Project, Role
 from deeprepo_web.accounts.services import api_key_create, api_key_revoke, membership_remove, membership_set
+from deeprepo_web.otlp.quiet import quiet_minutes
 from deeprepo_web.replica.health import replica_state
 from deeprepo_web.retention.models import RetentionPolicy
 
@@ -24,6 +25,7 @@ def settings_page(request: HttpRequest, project: Project, **extra: object) -> Ht
         "roles": Role.choices,
         "retention": RetentionPolicy.objects.filter(project=project).first(),
         "replica": replica_state(),
+        "otlp_quiet_minutes": quiet_minutes(project),
         **extra,
     }
     return render(request, "accounts/settings.html", context)

@@ -19,7 +19,8 @@ from deeprepo_web.importers.media import media_store
 from deeprepo_web.importers.report import ImportReport, RunReport, exc_line
 from deeprepo_web.importers.writers import REFUSED, Writers, batch_transaction, rollouts_save
 from deeprepo_web.runs import services as runs
-from deeprepo_web.runs.ingest.metrics import metrics_ingest, series_cache_clear
+from deeprepo_web.runs.ingest.badkeys import metrics_ingest_good, refusal_line
+from deeprepo_web.runs.ingest.metrics import series_cache_clear
 from deeprepo_web.runs.ingest.pg import dumps
 from deeprepo_web.runs.ingest.rollouts import example_key_hash
 from deeprepo_web.runs.models import Run, RunKind, RunStatus
@@ -46,6 +47,7 @@ class Importer:
         self.matched: dict[str, set[str]] = {}  # ref -> example keys whose rewards went to other runs
         self.rep_by_pk: dict[int, RunReport] = {}
         self.writers: Writers | None = None
+        self.orphans: dict[str, str] = {}  # ref -> its parent's ref, not announced yet when the run was made
 
     # ------------------------------------------------------------ runs
 
@@ -63,7 +65,7 @@ class Importer:
         if record is None:  # a parser bug, but never lose the data: a run named after the ref
             self.run_event(RunEvent(ref, {"name": ref}))
             record = self.records[ref]
-        parent = self.run_for(record["parent_ref"]) if record.get("parent_ref") in self.records else None
+        parent = self._parent(ref, record)
         name = self.by_ref[ref].name
         source = str(record.get("source") or "import")[:32]
         external_id = str(record.get("external_id") or name)[:200]
@@ -85,13 +87,7 @@ class Importer:
             started_at=_ts(record.get("started_at")), finished_at=_ts(record.get("finished_at")), **fields,
         )
         if not created:
-            # The same file (or a newer copy of it) again: refresh what the file says about the run.
-            changes = {k: v for k, v in fields.items() if k not in ("notes", "tags") and v not in ("", None, {})}
-            if changes.get("summary"):
-                changes["summary"] = {**run.summary, **changes["summary"]}
-            if parent is not None:
-                changes["parent"] = parent
-            runs.run_update(run=run, **changes)
+            self._refresh(ref, run, record, fields, parent)
         rep = self.by_ref[ref]
         rep.public_id, rep.created, rep.kind = run.public_id, created, run.kind
         self.runs[ref] = run
@@ -99,12 +95,53 @@ class Importer:
         self.report.runs.append(rep)
         return run
 
+    def _parent(self, ref: str, record: dict[str, Any]) -> Run | None:
+        """The run's parent: another run of this import, or one the project already has (an eval folder
+        imported after its train run, an MLflow child run after its parent). A parent of this import
+        announced later than its child is linked at the end (finish)."""
+        parent_ref = record.get("parent_ref")
+        if parent_ref in self.records and parent_ref != ref:
+            return self.run_for(parent_ref)
+        external = record.get("parent_external_id")
+        if external:
+            found = Run.objects.filter(project=self.project, source=str(record.get("source") or "import")[:32],
+                                       external_id=str(external)[:200]).first()
+            if found is not None:
+                return found
+        if parent_ref:
+            self.orphans[ref] = str(parent_ref)
+        return None
+
+    def _refresh(self, ref: str, run: Run, record: dict[str, Any], fields: dict[str, Any], parent: Run | None) -> None:
+        """The same file (or another copy of it) again: refresh what the file says about the run.
+
+        A partial file (cut short, or still written) knows nothing of how an ended run ended: over a
+        run a complete file finished, it keeps the run's status and lets its summary fill gaps only.
+        """
+        changes = {k: v for k, v in fields.items() if k not in ("notes", "tags") and v not in ("", None, {})}
+        ended = run.status in (RunStatus.FINISHED, RunStatus.FAILED)
+        if record.get("partial") and ended:
+            if changes.pop("status", run.status) != run.status:
+                self.report.problem(self.display(self.report.path), None,
+                                    f"run {self.by_ref[ref].name!r} kept its status {run.status!r}: this file is "
+                                    "cut short, and an earlier complete import said how the run ended")
+            if changes.get("summary"):
+                changes["summary"] = {**changes["summary"], **run.summary}
+        elif changes.get("summary"):
+            changes["summary"] = {**run.summary, **changes["summary"]}
+        if parent is not None:
+            changes["parent"] = parent
+        runs.run_update(run=run, **changes)
+
     def finish(self, had_problems: bool) -> None:
         """Runs the file announced but sent no rows for: made only when nothing went wrong."""
         for ref in self.records:
             if ref in self.runs or ref in self.matched or had_problems:
                 continue
             self.run_for(ref)
+        for ref, parent_ref in self.orphans.items():
+            if ref in self.runs and parent_ref in self.records:
+                runs.run_update(run=self.runs[ref], parent=self.run_for(parent_ref))
         # The batches committed without waiting for the disk (batch_transaction). This write
         # commits the ordinary way, and Postgres flushes its log in order: once it returns, every
         # batch before it is on disk too, so nothing is reported that a crash could still take.
@@ -121,7 +158,11 @@ class Importer:
         run = self.run_for(ev.ref)
         try:
             with batch_transaction():
-                self.by_ref[ev.ref].points += metrics_ingest(run=run, points=ev.points)  # type: ignore[arg-type]
+                stored, refused = metrics_ingest_good(run=run, points=ev.points)  # type: ignore[arg-type]
+                self.by_ref[ev.ref].points += stored
+            if refused:
+                self.report.problem(self.display(self.report.path), None,
+                                    f"run {self.by_ref[ev.ref].name!r}: {refusal_line(refused)}")
         except REFUSED as exc:
             series_cache_clear()  # the failed batch's series rows were rolled back with it
             steps = [p["step"] for p in ev.points if isinstance(p, dict) and isinstance(p.get("step"), int)]

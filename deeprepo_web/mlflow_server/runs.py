@@ -85,8 +85,11 @@ def mlflow_run_create(*, project: Project, exp: Experiment, exp_id: str, name: s
     tag_map["mlflow.runName"] = name
     config = {META: {"run_id": run_id, "experiment": exp.name, "experiment_id": exp_id, "user": user,
                      "tags": tag_map}}
+    # a nested run (mlflow.start_run(nested=True)) names its parent: an eval or a sweep trial of it
+    parent_id = tag_map.get("mlflow.parentRunId")
+    parent = Run.objects.filter(project=project, source=SOURCE, external_id=parent_id).first() if parent_id else None
     run, _ = run_services.run_create(
-        project=project, name=name[:500], source=SOURCE, external_id=run_id, config=config,
+        project=project, name=name[:500], source=SOURCE, external_id=run_id, config=config, parent=parent,
         tags=_our_tags(exp.name, tag_map), notes=tag_map.get("mlflow.note.content", ""),
         started_at=_when(start_ms) or timezone.now())
     return run

@@ -28,3 +28,14 @@ class OtlpItem(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "trace_id", "key"], name="otlp_item_unique"),
         ]
+
+
+class OtlpQuiet(models.Model):
+    """A project's quiet period: an OTLP run that got no span or log record for this long is
+    finished by beat (OTLP has no "run ended" message). Without a row, DEFAULT_QUIET_MINUTES."""
+
+    project = models.OneToOneField("accounts.Project", on_delete=models.CASCADE, related_name="otlp_quiet")
+    quiet_minutes = models.PositiveIntegerField(default=60)
+
+
+DEFAULT_QUIET_MINUTES = 60

@@ -12,6 +12,7 @@ from django.db import connection, transaction
 from deeprepo_client.formats._genai_trace import rollout_from_items, run_model
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.otlp.decode import Item
+from deeprepo_web.otlp.quiet import otlp_run_reopen
 from deeprepo_web.runs import services as run_services
 from deeprepo_web.runs.ingest.pg import dumps, execute_binary
 from deeprepo_web.runs.ingest.replace import rollouts_replace
@@ -78,6 +79,7 @@ def otlp_items_ingest(*, run: Run, items: list[Item]) -> dict[str, int]:
     """
     if not items:
         return {"items": 0, "rollouts": 0}
+    otlp_run_reopen(run=run)
     with transaction.atomic():
         with connection.cursor() as cur:
             # Two requests carrying spans of one trace must not rebuild it at the same time.

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from django.urls import path
 
-from deeprepo_web.otlp import views
+from deeprepo_web.otlp import quiet_views, views
 
 urlpatterns = [
     path("v1/traces", views.traces, name="otlp_traces"),
     path("v1/logs", views.logs, name="otlp_logs"),
+    path("p/<slug:slug>/settings/otlp/", quiet_views.otlp_quiet_set, name="otlp_quiet_set"),
 ]

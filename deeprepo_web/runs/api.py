@@ -22,7 +22,7 @@ from deeprepo_web.api.errors import loads, pydantic_error_line
 from deeprepo_web.audit.context import actor_name
 from deeprepo_web.front.http import MAX_PAGE
 from deeprepo_web.runs import axes, deletion, schemas, selectors, services
-from deeprepo_web.runs.ingest.metrics import metrics_ingest as store_metrics
+from deeprepo_web.runs.ingest.badkeys import metrics_ingest_good, refusal_line
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest as store_rollouts
 from deeprepo_web.runs.models import Rollout, Run
 from deeprepo_web.text import clean_deep
@@ -130,14 +130,17 @@ def _refusal_noted(request: HttpRequest, run: Run, kind: str) -> Iterator[None]:
         raise
 
 
-@router.post("/runs/{run_id}/metrics", auth=ingest_auth, response=schemas.IngestOut, openapi_extra=_METRICS_DOC)
-def metrics_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
+@router.post("/runs/{run_id}/metrics", auth=ingest_auth, response=schemas.MetricsIngestOut, openapi_extra=_METRICS_DOC,
+             exclude_defaults=True)  # "refused" only when a key was
+def metrics_ingest(request: HttpRequest, run_id: str) -> dict[str, Any]:
     run = run_for(request, run_id, write=True)
     with _refusal_noted(request, run, "metrics"):
         points = _batch(request, schemas.metric_batch, "points")
-        stored = store_metrics(run=run, points=points)
+        stored, refused = metrics_ingest_good(run=run, points=points)
+    if refused:  # stored but for these keys: noted for good (the client keeps them, never re-sends them alone)
+        services.ingest_refusal_note(run=run, kind="metrics", error=refusal_line(refused))
     services.run_touch(run=run)
-    return {"received": sum(len(p["values"]) for p in points), "stored": stored}
+    return {"received": sum(len(p["values"]) for p in points), "stored": stored, "refused": refused}
 
 
 @router.post("/runs/{run_id}/rollouts", auth=ingest_auth, response=schemas.IngestOut,

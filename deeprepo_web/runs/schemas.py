@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Required
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, Required
 
 from django.conf import settings
 from django.urls import reverse
 from ninja import Schema
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field, TypeAdapter
 from typing_extensions import TypedDict
 
 from deeprepo_web.api.schemas import Count, Int32, Int64, Iso
 from deeprepo_web.runs.models import Rollout, Run, ToolCall, Turn
 from deeprepo_web.trajectories.selectors import turns_page
+
+
+def _run_time(value: datetime) -> datetime:
+    if not 1970 <= value.year <= 2200:
+        raise ValueError("must be a time between 1970 and 2200")
+    return value.astimezone(UTC)
+
+
+# An ISO time with its offset (a naive one is ambiguous), within years a run can have.
+RunTime = Annotated[AwareDatetime, AfterValidator(_run_time)]
 
 
 class RunIn(Schema):
@@ -31,6 +42,9 @@ class RunIn(Schema):
     parent_run_id: str | None = None
     checkpoint_step: Int32 | None = None
     project: str | None = None  # checked against the key's project when given
+    # when the run really started / ended (an import of old files); by default, now / at finish
+    started_at: RunTime | None = None
+    finished_at: RunTime | None = None
 
 
 class RunPatch(Schema):
@@ -82,9 +96,21 @@ class RunDeleteOut(Schema):
     contents: dict[str, int]  # what goes: rollouts, turns, metric_keys, search_docs, marks, artifacts, blobs …
 
 
+class RefusedKeyOut(Schema):
+    point: int  # index in the request's list of points
+    step: int
+    key: str  # its first 100 characters
+    length: int
+    error: str
+
+
 class IngestOut(Schema):
     received: int
     stored: int
+
+
+class MetricsIngestOut(IngestOut):
+    refused: list[RefusedKeyOut] = []  # keys left out of the batch (the others were stored)
 
 
 # The two hot payloads are validated into plain dicts (TypedDict), not model objects:

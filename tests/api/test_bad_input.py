@@ -89,11 +89,12 @@ def test_nul_bytes_and_lone_surrogates_are_stored_replaced(api):
     assert Rollout.objects.count() == 1
 
 
-def test_metric_batch_with_bad_key_writes_nothing(api):
+def test_metric_batch_with_bad_key_keeps_the_good_ones(api):
     run_id = _run(api)
     res = api.post(f"/runs/{run_id}/metrics", [{"step": 0, "values": {"ok": 1}}, {"step": 1, "values": {"": 2}}])
-    assert res.status_code == 422 and "metric key" in res.json()["error"]
-    assert Metric.objects.count() == 0
+    assert res.status_code == 200 and res.json()["stored"] == 1
+    assert [r["key"] for r in res.json()["refused"]] == [""]
+    assert Metric.objects.count() == 1
 
 
 def test_numbers_outside_the_columns_are_422_not_500(api):

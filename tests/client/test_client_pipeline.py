@@ -142,3 +142,21 @@ def test_an_older_clients_spool_is_sent_from_its_acked_seq(live_server, team, tm
     assert drain(spool, transport).sent == 0
     stored = Run.objects.get(name="old-spool")
     assert sorted(stored.series.get(key="x").metric_set.values_list("step", flat=True)) == [2, 3]
+
+
+def test_one_bad_key_is_kept_aside_and_the_rest_is_stored(live_server, team, tmp_path):
+    """Issue 25 item 7: a key over the limit is refused alone; the batch's other keys are stored, the
+    refused values are kept in rejected.jsonl and finish() says which key."""
+    long_key = "eval/" + "x" * 600
+    run = deeprepo_client.init(name="long-key", url=live_server.url, api_key=team.key, spool_dir=tmp_path,
+                               flush_interval=0.05)
+    for step in range(5):
+        run.log({"reward": step / 10, **({long_key: 1.0} if step == 3 else {})}, step=step)
+    result = run.finish()
+    stored = Run.objects.get(name="long-key")
+    assert stored.series.get(key="reward").count == 5
+    assert not stored.series.filter(key=long_key).exists()
+    [entry] = run.spool.rejected()
+    assert [(p["step"], p["values"]) for p in entry["op"]["body"]] == [(3, {long_key: 1.0})]
+    assert "605 characters" in entry["error"] and "other keys were stored" in entry["error"]
+    assert not result.ok and "605 characters" in str(result)

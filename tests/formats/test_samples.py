@@ -187,6 +187,9 @@ def test_samples_folder_as_a_whole(samples):
     d = detect(samples)
     assert d.format == "multi"
     p = run_parse(samples)
-    assert not p.problems
+    # MLflow's raw tracking store (SQLite + mlruns/) is no format we read: named, never silently skipped
+    store = samples / "mlflow" / "store"
+    assert {pr.file for pr in p.problems} == {str(store / "mlflow.db"), *(str(f) for f in store.rglob("*.json"))}
+    assert all(pr.message.startswith("not read") for pr in p.problems)
     refs = [e.ref for e in p.runs]
     assert len(refs) == len(set(refs)) >= 8

@@ -129,3 +129,17 @@ def test_a_torch_save_file_is_refused(tmp_path, team):
     with pytest.raises(CommandError):
         call_command("import", str(f.parent), "--project", team.project.slug, stdout=io.StringIO(), stderr=err)
     assert "torch.save archive" in err.getvalue() and "never unpickles" in err.getvalue()
+
+
+def test_skyrl_eval_only_part_is_imported_not_dropped(samples, team, tmp_path):
+    import shutil
+
+    root = tmp_path / "export"
+    shutil.copytree(samples / "skyrl", root)
+    shutil.copytree(root / "dumped_evals" / "global_step_10_evals", root / "dumped_evals" / "eval_only")
+    out, err = _import(root, team.project.slug)
+    assert not err, err
+    only = Run.objects.get(project=team.project, source="skyrl", external_id="export:eval:only")
+    assert only.kind == "eval" and only.checkpoint_step is None
+    assert counts(only)["rollouts"] == 4 and only.summary["eval/all/avg_score"] == 0.5
+    assert Run.objects.filter(project=team.project, source="skyrl").count() == 4

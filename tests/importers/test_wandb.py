@@ -170,3 +170,44 @@ def test_deeprepo_import_cli_sends_a_wandb_folder(wandb_dir: Path, team: Any, li
         assert _series(run, "train/reward") == {s: reward(s) for s in range(1, STEPS + 1)}
         assert _series(run, "eval/acc") == {i: 5 * i / 100 for i in range(1, STEPS // 5 + 1)}
         assert Rollout.objects.filter(run=run).count() == 3
+
+
+def test_a_cut_log_never_downgrades_the_complete_run(samples: Path, do_import: Any, tmp_path: Path) -> None:
+    """Issue 25 item 3: a cut `.wandb` re-imported over a finished run leaves it finished, and says so."""
+    src = samples / "wandb" / "offline-run-20261123_115534-mr11x276"
+    assert not do_import(src).problems
+    before = Run.objects.get()
+    assert before.status == "finished" and before.finished_at
+    cut = tmp_path / src.name
+    shutil.copytree(src, cut)
+    log = next(cut.glob("run-*.wandb"))
+    data = log.read_bytes()
+    log.write_bytes(data[: len(data) // 2])
+    report = do_import(cut)
+    after = Run.objects.get()
+    assert (after.status, after.finished_at, after.started_at) == ("finished", before.finished_at, before.started_at)
+    assert after.summary == before.summary  # the cut file's older summary does not replace the final one
+    messages = [p["message"] for p in report.problems]
+    assert any("cut short" in m for m in messages), messages
+    assert any("kept its status 'finished'" in m for m in messages), messages
+    assert MetricSeries.objects.get(run=after, key="train/reward").count == 60
+
+
+@pytest.mark.parametrize("folder", ["legacy-0.17.9", "offline-run-20261123_115534-mr11x276"])
+def test_deeprepo_import_keeps_the_runs_own_times(samples: Path, team: Any, live_server: Any, capsys: Any,
+                                                  folder: str) -> None:
+    """Issue 25 item 5: a run sent by `deeprepo import` starts and ends when its file says, not at the import."""
+    from datetime import UTC, datetime
+
+    from deeprepo_client.cli import main
+    from deeprepo_client.formats import parse
+    from deeprepo_client.records import RunEvent
+
+    [record] = [e.run for e in parse(samples / "wandb" / folder) if isinstance(e, RunEvent)]
+    assert main(["--url", live_server.url, "--api-key", team.key, "import", str(samples / "wandb" / folder)]) == 0, \
+        capsys.readouterr().err
+    run = Run.objects.get(project=team.project)
+    assert run.status == "finished"
+    assert run.started_at == datetime.fromtimestamp(record["started_at"], tz=UTC)
+    assert run.finished_at == datetime.fromtimestamp(record["finished_at"], tz=UTC)
+    assert run.started_at.year == 2026 and run.started_at.month == 11 and run.started_at.day == 23

@@ -24,6 +24,7 @@ from . import registry
 from ._builtin import register_builtin
 from ._detect import describe, detect, zip_damage
 from ._patches import patch_touches_tests
+from ._unread import MAX_NAMED
 from ._zips import SafeZip, ZipLimits, ZipRejected, rmtree_quiet
 from .registry import Format, Parser, Sniff, register
 
@@ -113,6 +114,8 @@ def _prefixed(events: Iterator[Event], prefix: str) -> Iterator[Event]:
 
 def _dispatch(d: Detected, partial_ok: bool, limits: ZipLimits | None) -> Iterator[Event]:
     p = Path(d.path)
+    for name in d.details.get("unmatched", [])[:MAX_NAMED]:
+        yield Problem(name, None, "not read: no format recognises this file (import it alone to see why)")
     if d.format == "git_lfs_pointer":
         yield _lfs_problem(p)
     elif d.format == "zip":

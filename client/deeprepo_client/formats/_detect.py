@@ -14,6 +14,7 @@ from pathlib import Path
 from ..records import Detected
 from . import registry
 from ._json import LFS_PREFIX
+from ._unread import DATA_SUFFIXES
 
 HEAD_BYTES = 8 << 20  # how much of a pretty-printed JSON document we scan for its top-level keys
 MAX_WALK = 5000  # files looked at when a folder holds several runs
@@ -115,6 +116,7 @@ def _detect_dir(path: Path) -> Detected | None:
     if d:
         return d
     parts: list[Detected] = []
+    unmatched: list[str] = []  # data files no format recognised: reported by the dispatcher
     reports = False
     seen = 0
     stack = [path]
@@ -136,15 +138,20 @@ def _detect_dir(path: Path) -> Detected | None:
                 f = detect_file(child)
                 if f and f.format not in ("git_lfs_pointer", "zip"):
                     parts.append(f)
+                elif f is None and child.suffix in DATA_SUFFIXES:
+                    unmatched.append(str(child))
     if reports:
         parts.append(Detected("swebench_reports", str(path)))
+    found: Detected | None = None
     if len(parts) == 1:
-        return parts[0]
-    if parts and all(p.format == "tensorboard" for p in parts):
-        return Detected("tensorboard", str(path))  # a logdir: one import, runs named by their folders
-    if parts:
-        return Detected("multi", str(path), {"parts": parts})
-    return None
+        found = parts[0]
+    elif parts and all(p.format == "tensorboard" for p in parts):
+        found = Detected("tensorboard", str(path))  # a logdir: one import, runs named by their folders
+    elif parts:
+        found = Detected("multi", str(path), {"parts": parts})
+    if found is not None and unmatched:
+        found.details["unmatched"] = unmatched
+    return found
 
 
 def detect(path: str | Path) -> Detected | None:

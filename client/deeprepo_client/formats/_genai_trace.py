@@ -268,13 +268,22 @@ def _strip(call: dict[str, Any]) -> None:
         _strip(sub)
 
 
+KEY_LABEL_CHARS = 48
+
+
 def _example_key(spans: list[dict[str, Any]], prompt: list[dict[str, Any]], trace_id: str) -> str:
     value = _find_rl(spans, EXAMPLE_KEYS)
     if value is not None:
         return str(value)
     users = [m["content"] for m in prompt if m["role"] == "user" and m["content"]]
     if users:
-        return "prompt:" + hashlib.sha256("\n".join(users).encode("utf-8", "replace")).hexdigest()[:32]
+        # the question a person can read on the examples page, and a hash of every user message
+        # (which alone decides identity, so two questions starting alike stay two examples)
+        digest = hashlib.sha256("\n".join(users).encode("utf-8", "replace")).hexdigest()[:16]
+        label = " ".join(str(users[-1]).split())
+        if len(label) > KEY_LABEL_CHARS:
+            label = label[:KEY_LABEL_CHARS - 1].rstrip() + "…"
+        return f"{label} #{digest}"
     return f"trace:{trace_id}"
 
 

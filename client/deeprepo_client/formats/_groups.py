@@ -138,14 +138,19 @@ def step_point(step: int, rows: list[RolloutRecord], prefix: str = "", *, groups
     return {"step": step, "values": values}
 
 
-def eval_run(ref: str, run: RunRecord, step: int, rows: list[RolloutRecord], parent: str | None) -> Iterator[Event]:
+def eval_run(ref: str, run: RunRecord, step: int, rows: list[RolloutRecord], parent: str | None,
+             parent_external_id: str | None = None) -> Iterator[Event]:
     """The events of an eval run of one checkpoint: linked to its train run at `step`, its reward
-    figures as its summary and as one metric point (the runs table reads a run's reward curve)."""
+    figures as its summary and as one metric point (the runs table reads a run's reward curve).
+    `parent` is the train run's ref in this import; `parent_external_id` finds it in the project
+    when the eval part is imported on its own, after the train run."""
     point = step_point(step, rows, groups=True)
     record: RunRecord = {"kind": "eval", "status": "finished", **run, "checkpoint_step": step,
                          "summary": {**(point["values"] if point else {}), "rollouts": float(len(rows))}}
     if parent:
         record["parent_ref"] = parent
+    if parent_external_id:
+        record["parent_external_id"] = parent_external_id
     yield RunEvent(ref, record)
     yield from batch_rollouts(ref, rows)
     if point:

@@ -17,6 +17,7 @@ from ..records import Event, MetricsEvent, Problem, RolloutRecord, RunEvent
 from ._batches import batch_rollouts
 from ._groups import assign_groups, eval_run, step_point
 from ._stepfiles import file_times, read_rows
+from ._unread import unread
 from ._values import num, short_hash, tokens
 
 LINE_KEYS = frozenset({"task_id", "sample_idx", "head_version", "tail_version"})
@@ -81,12 +82,14 @@ def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[
         yield RunEvent(train_ref, {"name": name, "kind": "train", "source": "areal", "status": "finished",
                                    "external_id": f"{name}:train",
                                    **file_times(list((trial / "rollout").glob("*/*.jsonl")))})  # type: ignore[typeddict-item]
+    read: list[Path] = []
     for folder, split in SPLITS.items():
         base = trial / folder
         if not base.is_dir():
             continue
         versions = sorted(int(d.name) for d in base.iterdir() if d.is_dir() and d.name.isdigit())
         for version in versions:
+            read.extend((base / str(version)).glob("*.jsonl"))
             rollouts, problems = _version(trial, folder, version, partial_ok)
             yield from problems
             if not rollouts:
@@ -99,4 +102,7 @@ def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[
                 continue
             yield from eval_run(f"eval/{version}", {
                 "name": f"{name} · eval version {version}", "source": "areal",
-                "external_id": f"{name}:eval:{version}"}, version, rollouts, train_ref if has_train else None)
+                "external_id": f"{name}:eval:{version}"}, version, rollouts, train_ref if has_train else None,
+                f"{name}:train")
+    if path.is_dir():
+        yield from unread(trial, read, "an AReaL trial (rollout/<version>/, eval-rollout/<version>/)", partial_ok=partial_ok)

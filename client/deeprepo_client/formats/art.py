@@ -8,6 +8,7 @@ Older ART wrote trajectories as YAML / JSONL; no real file of those was availabl
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from ._batches import batch_points, batch_rollouts, jsonl_points
 from ._chat import last_assistant_text, messages_to_turns
 from ._groups import assign_groups, eval_run, step_point
 from ._stepfiles import SETTLE_SECONDS, already_sent, file_times, read_whole
+from ._unread import unread
 from ._values import maybe_json, num, parse_time, short_hash
 
 STEP_FILE = re.compile(r"^(\d+)\.parquet$")
@@ -98,7 +100,12 @@ def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[
     run: RunRecord = {"name": model, "kind": "train", "source": "art", "status": "finished",
                       "external_id": f"{project}/{model}", "config": {"project": project} if project else {}}
     run.update(file_times([folder / "history.jsonl", *folder.glob("trajectories/*/*.parquet")]))  # type: ignore[typeddict-item]
+    summary, problems = _state(folder / "state.json")
+    if summary:
+        run["summary"] = summary
+    yield from problems
     yield RunEvent("train", run)
+    read = [folder / "history.jsonl", folder / "state.json"]
     history = folder / "history.jsonl"
     if history.is_file():
         yield from batch_points("train", jsonl_points(history, partial_ok=partial_ok, time_key="recorded_at", time=parse_time))
@@ -106,6 +113,7 @@ def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[
     splits = sorted(d for d in traj.iterdir() if d.is_dir()) if traj.is_dir() else []
     for d in sorted(splits, key=lambda d: d.name != "train"):
         files = sorted((int(m.group(1)), f) for f in d.iterdir() if (m := STEP_FILE.match(f.name)))
+        read.extend(f for _, f in files)
         for step, f in files:
             rollouts, problems = _read_step(f, run["external_id"], d.name, step, partial_ok)
             yield from problems
@@ -119,4 +127,22 @@ def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[
                 continue
             yield from eval_run(f"{d.name}/{step}", {
                 "name": f"{model} · {d.name} step {step}", "source": "art",
-                "external_id": f"{project}/{model}:{d.name}:{step}"}, step, rollouts, "train")
+                "external_id": f"{project}/{model}:{d.name}:{step}"}, step, rollouts, "train", run["external_id"])
+    if path.is_dir():
+        yield from unread(folder, read, "an ART model folder (history.jsonl, state.json, trajectories/<split>/NNNN.parquet)",
+                          partial_ok=partial_ok)
+
+
+def _state(path: Path) -> tuple[dict[str, float], list[Problem]]:
+    """state.json's cumulative counters (`data/cum/num_trajectories`, …): the train run's summary."""
+    if not path.is_file():
+        return {}, []
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        return {}, [Problem(str(path), None, f"unreadable ART state.json: {e}")]
+    builder = state.get("_metrics_builder_state") if isinstance(state, dict) else None
+    cum = builder.get("cum_state") if isinstance(builder, dict) else None
+    if not isinstance(cum, dict):
+        return {}, []
+    return {str(k): f for k, v in cum.items() if (f := num(v)) is not None}, []

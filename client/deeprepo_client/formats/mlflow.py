@@ -90,7 +90,10 @@ def parse(path: Path, partial_ok: bool = False, **_options: Any) -> Iterator[Eve
             yield problem
         exp = ((doc or {}).get("mlflow") or {}) if isinstance(doc, dict) else {}
         name = str((exp.get("experiment") or {}).get("name") or path.name)
-        for run_id in exp.get("runs") or [p.name for p in sorted(path.iterdir()) if (p / "run.json").is_file()]:
+        listed = [str(r) for r in exp.get("runs") or []]
+        # a run folder the experiment's list leaves out is still a run of it: read, not skipped
+        found = [p.name for p in sorted(path.iterdir()) if (p / "run.json").is_file() and p.name not in listed]
+        for run_id in [*listed, *found]:
             run_dir = path / str(run_id)
             if (run_dir / "run.json").is_file():
                 yield from _run(run_dir, name)

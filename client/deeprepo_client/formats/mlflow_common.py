@@ -39,7 +39,10 @@ def run_record(info: dict[str, Any], params: Any, tags: Any, experiment: str) ->
     config["_mlflow"] = {"run_id": run_id, "experiment": experiment, "experiment_id": info.get("experiment_id"),
                          "user": info.get("user_id"), "tags": system}
     start, end = info.get("start_time"), info.get("end_time")
+    parent = str(tag_map.get("mlflow.parentRunId") or "")
     return {
+        # a nested run (mlflow.start_run(nested=True)): its parent, in this import or imported before
+        **({"parent_ref": parent, "parent_external_id": parent} if parent else {}),  # type: ignore[typeddict-item]
         "name": info.get("run_name") or tag_map.get("mlflow.runName") or run_id,
         "status": _STATUS.get(str(info.get("status")), "finished"), "config": config, "tags": user_tags,
         "source": "mlflow", "external_id": run_id, "model": str(config.get("model") or "")[:500],

@@ -3,7 +3,9 @@
 
 The step is only in the folder name. Each step's samples become an eval run linked, at that step,
 to a train run that holds the aggregated eval metrics as curves (SkyRL logs its training metrics to
-a tracker, not here). Training batches (`trainer.dump_data_batch`) are pickles: named, never loaded.
+a tracker, not here). SkyRL's eval-only entry point dumps into `dumped_evals/eval_only/`: an eval
+run of its own, no training step, its aggregate as its summary. Anything else in the folder is
+reported. Training batches (`trainer.dump_data_batch`) are pickles: named, never loaded.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from ..records import Event, MetricPoint, Problem, RolloutRecord, RunEvent
 from ._batches import batch_points, numeric_values
 from ._groups import assign_groups, eval_run
 from ._stepfiles import file_times, read_rows
+from ._unread import unread
 from ._values import short_hash
 
 STEP_DIR = re.compile(r"^global_step_(\d+)_evals$")
+EVAL_ONLY = "eval_only"
 SAMPLE_KEYS = frozenset({"input_prompt", "output_response"})
 AGGREGATED = "aggregated_results.jsonl"
 
@@ -31,11 +35,15 @@ def is_sample_line(keys: set[str]) -> bool:
 def _evals_root(path: Path) -> Path | None:
     """The `dumped_evals` folder of an export path, the folder itself, or the parent of one step's folder."""
     for cand in (path / "dumped_evals", path):
-        if cand.is_dir() and any(STEP_DIR.match(c.name) for c in cand.iterdir() if c.is_dir()):
+        if cand.is_dir() and any(_is_part(c) for c in cand.iterdir()):
             return cand
-    if STEP_DIR.match(path.name):
+    if STEP_DIR.match(path.name) or path.name == EVAL_ONLY and path.parent.name == "dumped_evals":
         return path.parent
     return None
+
+
+def _is_part(d: Path) -> bool:
+    return d.is_dir() and (STEP_DIR.match(d.name) is not None or d.name == EVAL_ONLY)
 
 
 def looks_like_export(path: Path) -> bool:
@@ -81,38 +89,72 @@ def _pickles(root: Path) -> Iterator[Problem]:
         yield Problem(str(f), None, "not read: a pickle (trainer.dump_data_batch); deeprepo never unpickles files")
 
 
+def _read_part(d: Path, name: str, step: int, partial_ok: bool,
+               read: list[Path]) -> tuple[list[RolloutRecord], MetricPoint | None, list[Problem]]:
+    """One dumped folder's samples (every data source file) and its aggregated_results line."""
+    rollouts: list[RolloutRecord] = []
+    point: MetricPoint | None = None
+    problems: list[Problem] = []
+    for f in sorted(d.glob("*.jsonl")):
+        read.append(f)
+        if f.name == AGGREGATED:
+            point, probs = _aggregated(f, step, partial_ok)
+            problems.extend(probs)
+            continue
+        rows, probs = read_rows(f, partial_ok=partial_ok)
+        problems.extend(probs)
+        for lineno, row in rows:
+            if not is_sample_line(set(row)):
+                problems.append(Problem(str(f), lineno, "not a SkyRL eval sample: no input_prompt / output_response"))
+                continue
+            rollouts.append(_rollout(row, short_hash("skyrl", name, step if d.name != EVAL_ONLY else d.name,
+                                                     f.name, lineno, n=32), step))
+    assign_groups(rollouts, lambda i: None)  # SkyRL writes no group id: n_samples_per_prompt share a prompt
+    return rollouts, point, problems
+
+
+def _eval_only(d: Path, name: str, partial_ok: bool, read: list[Path]) -> Iterator[Event]:
+    """`dumped_evals/eval_only/`: an evaluation outside training, so no checkpoint step and no parent."""
+    rollouts, point, problems = _read_part(d, name, 0, partial_ok, read)
+    yield from problems
+    if not rollouts and point is None:
+        return
+    events = list(eval_run("eval/only", {"name": f"{name} · eval only", "source": "skyrl",
+                                         "external_id": f"{name}:eval:only", **file_times(list(d.glob("*.jsonl")))},  # type: ignore[typeddict-item]
+                           0, rollouts, None))
+    run = events[0]
+    assert isinstance(run, RunEvent)
+    run.run.pop("checkpoint_step", None)
+    if point:
+        run.run["summary"] = {**run.run.get("summary", {}), **point["values"]}
+    yield from events
+
+
 def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     evals = _evals_root(path.parent if path.is_file() else path)
     if evals is None:
-        yield Problem(str(path), None, "no dumped_evals/global_step_N_evals folder", fatal=True)
+        yield Problem(str(path), None, "no dumped_evals/global_step_N_evals or eval_only folder", fatal=True)
         return
     export = evals.parent if evals.name == "dumped_evals" else evals
     name = export.name
     steps = sorted((int(m.group(1)), d) for d in evals.iterdir() if d.is_dir() and (m := STEP_DIR.match(d.name)))
-    yield RunEvent("train", {"name": name, "kind": "train", "source": "skyrl", "status": "finished",
-                             "external_id": f"{name}:train",
-                             **file_times([f for _, d in steps for f in d.glob("*.jsonl")])})  # type: ignore[typeddict-item]
+    read: list[Path] = []
+    if steps:
+        yield RunEvent("train", {"name": name, "kind": "train", "source": "skyrl", "status": "finished",
+                                 "external_id": f"{name}:train",
+                                 **file_times([f for _, d in steps for f in d.glob("*.jsonl")])})  # type: ignore[typeddict-item]
     points: list[MetricPoint | Problem] = []
     for step, d in steps:
-        rollouts: list[RolloutRecord] = []
-        for f in sorted(d.glob("*.jsonl")):
-            if f.name == AGGREGATED:
-                point, problems = _aggregated(f, step, partial_ok)
-                points.extend(problems)
-                if point:
-                    points.append(point)
-                continue
-            rows, problems = read_rows(f, partial_ok=partial_ok)
-            yield from problems
-            for lineno, row in rows:
-                if not is_sample_line(set(row)):
-                    yield Problem(str(f), lineno, "not a SkyRL eval sample: no input_prompt / output_response")
-                    continue
-                rollouts.append(_rollout(row, short_hash("skyrl", name, step, f.name, lineno, n=32), step))
-        if not rollouts:
-            continue
-        assign_groups(rollouts, lambda i: None)  # SkyRL writes no group id: n_samples_per_prompt share a prompt
-        yield from eval_run(f"eval/{step}", {"name": f"{name} · eval step {step}", "source": "skyrl",
-                                             "external_id": f"{name}:eval:{step}"}, step, rollouts, "train")
-    yield from batch_points("train", points)
+        rollouts, point, problems = _read_part(d, name, step, partial_ok, read)
+        yield from problems
+        if point:
+            points.append(point)
+        if rollouts:
+            yield from eval_run(f"eval/{step}", {"name": f"{name} · eval step {step}", "source": "skyrl",
+                                                 "external_id": f"{name}:eval:{step}"}, step, rollouts, "train", f"{name}:train")
+    if steps:
+        yield from batch_points("train", points)
+    if (evals / EVAL_ONLY).is_dir():
+        yield from _eval_only(evals / EVAL_ONLY, name, partial_ok, read)
     yield from _pickles(export)
+    yield from unread(evals, read, "a SkyRL dump (global_step_N_evals/, eval_only/)", partial_ok=partial_ok)

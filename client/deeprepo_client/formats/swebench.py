@@ -37,13 +37,23 @@ def _emit(ref: str, ident: str, entries: list[tuple[str, dict[str, Any]]]) -> It
         yield RolloutsEvent(ref, rollouts)
 
 
+def split_model_run(stem: str) -> tuple[str, str]:
+    """`<model>.<run_id>` as the harness names its summary. Model names carry dots in their versions
+    (`TinyLlama-1.1B-Chat-v1.0`, `gpt-4.1`): the run id starts after the last dot not followed by a digit."""
+    cut = max((i for i, c in enumerate(stem) if c == "." and not stem[i + 1:i + 2].isdigit()), default=-1)
+    if cut <= 0:
+        model, _, run_id = stem.rpartition(".")
+        return (model, run_id) if model else (stem, "")
+    return stem[:cut], stem[cut + 1:]
+
+
 def parse_summary(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     data, problem = load_json(path)
     if problem or not isinstance(data, dict):
         yield problem or Problem(str(path), None, "not a SWE-bench run summary", fatal=True)
         return
     stem = path.name.removesuffix(".json")
-    model, _, run_id = stem.partition(".")
+    model, run_id = split_model_run(stem)
     counts = {k: v for k, v in data.items() if not isinstance(v, list)}
     run: RunRecord = {"name": stem, "kind": "eval", "source": "swebench", "status": "finished", "model": model,
                       "external_id": stem, "summary": counts, "config": {"run_id": run_id}}
@@ -99,13 +109,14 @@ def parse_reports(path: Path, *, partial_ok: bool = False, **_options: Any) -> I
     # logs/run_evaluation/<run_id>/<model>/<instance>/report.json -> name the run <model>.<run_id>
     parts = files[0].relative_to(root).parts if files else ()
     if len(parts) >= 4:
-        name = f"{parts[-3]}.{parts[-4]}"
+        model, name = parts[-3], f"{parts[-3]}.{parts[-4]}"
     elif files and files[0].parent != root:
-        name = f"{files[0].parent.parent.name}.{files[0].parent.parent.parent.name}"
+        model = files[0].parent.parent.name
+        name = f"{model}.{files[0].parent.parent.parent.name}"
     else:
-        name = root.name
+        model, name = split_model_run(root.name)[0], root.name
     yield RunEvent(ref, {"name": name, "kind": "eval", "source": "swebench", "status": "finished",
-                         "external_id": name, "model": name.split(".", 1)[0]})
+                         "external_id": name, "model": model})
     entries: list[tuple[str, dict[str, Any]]] = []
     for f in files:
         data, problem = load_json(f)

@@ -163,6 +163,8 @@ def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[
     # An upload's folder is a content hash: name the run from the metadata instead (the key stays).
     name = key if informative(folder.name) or not env else joined(
         env, short_model(meta.get("model")), str(meta.get("date") or "")[:16])
+    if results.name != "results.jsonl" and not env and not informative(folder.name):
+        name = key = results.stem  # a lone file (an upload's folder is a hash): its own name says what it is
     ref = "eval"
     yield RunEvent(ref, run_record(meta, name, external_id=key))
     if not results.exists():

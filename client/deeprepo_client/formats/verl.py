@@ -3,7 +3,8 @@
 Dump lines (ray_trainer `_dump_generations`, every generation): `input`, `output`, `score`, `step`,
 newer `gts`, then every reward_extra_info key whose list matched the batch (`acc`, `pred`, `reward`,
 `request_id`, `uid`, ...). Numeric extras are reward components; the rest goes to metrics.
-Tracker lines: `{"step": N, "data": {flat metrics}}`.
+Tracker lines: `{"step": N, "data": {flat metrics}}`. An agent loop's `output` (tool tags in the text) is split
+into turns by `_transcript.py`; the raw text stays in metrics `raw_output`.
 
 An output folder becomes a train run (rollout dumps + tracker metrics) and one eval run per
 validation step, linked to the train run at that step. Which dump folder is validation is known
@@ -23,6 +24,8 @@ from ._batches import batch_points, batch_rollouts
 from ._groups import assign_groups, eval_run, step_point
 from ._json import iter_jsonl, loads
 from ._stepfiles import file_times, read_rows
+from ._transcript import MARKERS, final_text, split_agent_text
+from ._unread import unread
 from ._values import num, short_hash
 
 DUMP_KEYS = frozenset({"input", "output", "score", "step"})
@@ -115,6 +118,10 @@ def _rollout(row: dict[str, Any], uid: str, step: int | None) -> RolloutRecord:
         "metrics": metrics,
         "advantage": num(row.get("advantage")),  # a custom reward fn may dump it: the framework's own
     }
+    turns = split_agent_text(output) if isinstance(output, str) else None
+    if turns:  # the tool agent loop: turns inferred from the text, which stays one click away
+        r["turns"], r["final_answer"] = turns, final_text(turns)
+        metrics["raw_output"], metrics["turns_inferred"] = output, MARKERS
     if gts is not None:
         r["oracle"] = gts if isinstance(gts, str) else json.dumps(gts, ensure_ascii=False)
     return r
@@ -162,15 +169,34 @@ def _layout(path: Path) -> tuple[Path, list[tuple[str, Path, list[tuple[int, Pat
         split = "val" if _VAL_DIR.search(path.parent.name) else "train"
         return path.parent, [(split, path.parent, [(int(m.group(1)) if m else 0, path)])], []
     dirs = []
-    for folder in [path, *sorted(c for c in path.iterdir() if c.is_dir() and not c.name.startswith("."))]:
+    for folder in _folders(path):
         files = step_files(folder)
         if files:
             dirs.append(("val" if _VAL_DIR.search(folder.name) else "train", folder, files))
     return path, dirs, _trackers(path)
 
 
+def _folders(root: Path) -> list[Path]:
+    """`root` and its subfolders down to MAX_TRACKER_DEPTH (dumps sit in `rollouts/train/` as often
+    as in `rollout_data/`), in a stable order."""
+    out = [root]
+    level = [root]
+    for _ in range(MAX_TRACKER_DEPTH):
+        level = [c for f in level for c in sorted(f.iterdir()) if c.is_dir() and not c.name.startswith(".")]
+        out.extend(level)
+    return out
+
+
 def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[Event]:
     root, dirs, trackers = _layout(path)
+    yield from _parse(root, dirs, trackers, partial_ok)
+    if path.is_dir():
+        read = [*trackers, *(f for _, _, files in dirs for _, f in files)]
+        yield from unread(root, read, "verl's dumps ({step}.jsonl) or file tracker", partial_ok=partial_ok)
+
+
+def _parse(root: Path, dirs: list[tuple[str, Path, list[tuple[int, Path]]]], trackers: list[Path],
+           partial_ok: bool) -> Iterator[Event]:
     name = trackers[0].stem if len(trackers) == 1 else root.name
     train_ref = "train"
     has_train = bool(trackers) or any(s == "train" for s, _, _ in dirs)
@@ -198,4 +224,4 @@ def parse(path: Path, *, partial_ok: bool = False, **_options: Any) -> Iterator[
                 yield from eval_run(f"val/{folder.name}/{step}", {
                     "name": f"{name} · {folder.name} step {step}", "source": "verl",
                     "external_id": f"{root.name}:{folder.name}:{step}"}, step, rollouts,
-                    train_ref if has_train else None)
+                    train_ref if has_train else None, f"{root.name}:train")

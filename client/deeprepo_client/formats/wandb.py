@@ -137,7 +137,7 @@ def _run_record(log: Path, meta: _Meta) -> RunRecord:
     end = start + runtime if start and runtime is not None and meta.exit_code is not None else None
     return {
         "name": info.get("display_name") or info.get("run_id") or log.parent.name,
-        "status": status, "config": {**config, "_wandb": wandb_info}, "tags": list(info.get("tags") or []),
+        "status": status, "partial": meta.exit_code is None, "config": {**config, "_wandb": wandb_info}, "tags": list(info.get("tags") or []),
         "notes": info.get("notes") or "", "source": "wandb",
         "external_id": f"{info.get('project', '')}/{info.get('run_id') or log.parent.name}"[:200],
         "started_at": start, "finished_at": end, "model": str(config.get("model") or "")[:500],

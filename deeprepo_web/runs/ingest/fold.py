@@ -62,9 +62,22 @@ def _floats(values: list[Any], what: str) -> tuple[np.ndarray, np.ndarray]:
     return arr, np.fromiter((v is None for v in values), dtype=bool, count=len(values))
 
 
-def _bad_key(points: list[dict[str, Any]], key: str) -> IngestError:
-    i = next(i for i, p in enumerate(points) if key in p["values"])
-    return IngestError(f"points[{i}].values: metric key must have 1 to 500 characters")
+MAX_KEY = 500
+BAD_KEY = f"metric key must have 1 to {MAX_KEY} characters"
+
+
+class BadKeys(IngestError):
+    """Keys no series can have (empty, or longer than MAX_KEY): raised before anything is written,
+    so a caller can store the batch without them (runs/ingest/badkeys.py)."""
+
+    def __init__(self, points: list[dict[str, Any]], keys: list[str]) -> None:
+        self.keys = keys
+        i = next(i for i, p in enumerate(points) if keys[0] in p["values"])
+        super().__init__(f"points[{i}].values: {BAD_KEY}")
+
+
+def bad_key(name: str) -> bool:
+    return not name or len(name) > MAX_KEY
 
 
 def points_from_batch(points: list[dict[str, Any]]) -> Points:
@@ -85,9 +98,9 @@ def points_from_batch(points: list[dict[str, Any]]) -> Points:
         times.append(p.get("time"))
         counts.append(len(vals))
     keys = list(index)
-    for name in keys:
-        if not name or len(name) > 500:
-            raise _bad_key(points, name)
+    bad = [name for name in keys if bad_key(name)]
+    if bad:
+        raise BadKeys(points, bad)
     try:
         step_per_point = np.array(steps, dtype=np.int64)
     except (TypeError, ValueError, OverflowError) as exc:

@@ -98,6 +98,16 @@ _ROLLOUT_COLUMNS = ("uid, example_id, step, sample_index, reward, reward_compone
                     "final_answer, metrics, created_at, run_id")
 
 
+def _tokens(r: dict[str, Any], turns: list[dict[str, Any]], field: str) -> int | None:
+    """The rollout's own count, else the sum of its turns' (OTLP and agent traces count per model
+    call): the table, Compare and the tokens chart read the rollout's column."""
+    own = _int(r.get(field))
+    if own is not None:
+        return own
+    counts = [n for t in turns if isinstance(t, dict) and (n := _int(t.get(field))) is not None]
+    return sum(counts) if counts else None
+
+
 def _rollout_row(r: dict[str, Any], uid: str, example_id: int, now: Any, run: Run) -> tuple[Any, ...]:
     turns = r.get("turns") or []
     num_turns = r.get("num_turns")
@@ -106,7 +116,7 @@ def _rollout_row(r: dict[str, Any], uid: str, example_id: int, now: Any, run: Ru
     return (
         uid, example_id, _int(r.get("step")), _int(r.get("sample_index")), _float(r.get("reward")),
         dumps(r.get("reward_components") or {}), _float(r.get("advantage")), _int(num_turns),
-        _int(r.get("input_tokens")), _int(r.get("output_tokens")), _float(r.get("cost")),
+        _tokens(r, turns, "input_tokens"), _tokens(r, turns, "output_tokens"), _float(r.get("cost")),
         bool(r.get("is_truncated")), (r.get("stop_condition") or "")[:200], r.get("error") or "",
         _float(r.get("duration")), r.get("final_answer") or "",
         dumps({**(r.get("metrics") or {}), "behaviour": rollout_behaviour(r)}), now, run.pk,

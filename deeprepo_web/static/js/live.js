@@ -18,7 +18,12 @@
     if (!old || !html || old.outerHTML === html) return;
     var box = document.createElement("div");
     box.innerHTML = html;  // server-rendered and escaped (explorer/run.html#status)
-    if (box.firstElementChild) old.replaceWith(box.firstElementChild);
+    var head = box.firstElementChild;
+    if (!head) return;
+    old.replaceWith(head);
+    // the Run card's "Finished" sits outside the header: it follows the header's data-finished
+    var finished = document.getElementById("run-finished");
+    if (finished && head.dataset.finished) finished.textContent = head.dataset.finished;
   }
 
   // Scoreboard tiles (metrics that had one point) follow their newest value; a key with a second
