@@ -22,9 +22,9 @@ def otlp_quiet_set(request: HttpRequest, slug: str) -> HttpResponse:
             raise QuietError(f"quiet_minutes: {raw[:20]!r} is not a whole number of minutes")
         quiet_set(project=project, quiet_minutes=int(raw))
     except QuietError as exc:
-        from deeprepo_web.accounts.views import _page
+        from deeprepo_web.accounts.views import settings_page
 
-        response = _page(request, project, otlp_quiet_error=str(exc))
+        response = settings_page(request, project, otlp_quiet_error=str(exc))
         response.status_code = 400
         return response
     return redirect("project_settings", slug=slug)
