@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,11 @@ from tests.infra.fixtures import ray_head  # noqa: F401,E402
 from tests.jobs.worker import celery_worker  # noqa: F401,E402  (real Celery worker on Redis)
 
 REPO = Path(__file__).resolve().parent.parent
+
+# The MLflow client's telemetry thread sets and unsets an environment variable while other threads
+# read os.environ (urllib's proxy lookup iterates it): under load that raced into a KeyError inside
+# mlflow's own HTTP call. Tests never report usage anywhere.
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 
 def _flush_retrying_deadlocks() -> None:
