@@ -26,8 +26,10 @@ ml: sync
 run: sync-run
 	@$(UV) run --no-sync python -m deeprepo_web.launcher
 
+# lint-imports: the layer contracts in pyproject.toml ([tool.importlinter]; docs/architecture.md, "Layers").
 lint: sync
 	$(UV) run ruff check .
+	$(UV) run lint-imports
 
 typecheck: sync
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(UV) run mypy deeprepo_web workers client/deeprepo_client

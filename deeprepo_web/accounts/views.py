@@ -11,16 +11,16 @@ from django.views.decorators.http import require_POST, require_safe
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey, Membership, Project, Role
 from deeprepo_web.accounts.services import api_key_create, api_key_revoke, membership_remove, membership_set
-from deeprepo_web.retention.models import RetentionPolicy
 
 
-def _page(request: HttpRequest, project: Project, **extra: object) -> HttpResponse:
+def settings_page(request: HttpRequest, project: Project, **extra: object) -> HttpResponse:
+    """The settings page with `extra` in its context (a form's error); features' sections (retention)
+    fetch their own data through their template tags."""
     context = {
         "project": project,
         "memberships": Membership.objects.filter(project=project).select_related("user").order_by("user__username"),
         "keys": ApiKey.objects.filter(project=project).select_related("user").order_by("-created_at")[:200],
         "roles": Role.choices,
-        "retention": RetentionPolicy.objects.filter(project=project).first(),
         **extra,
     }
     return render(request, "accounts/settings.html", context)
@@ -30,7 +30,7 @@ def _page(request: HttpRequest, project: Project, **extra: object) -> HttpRespon
 @login_required
 def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug, role=Role.ADMIN)
-    return _page(request, project)
+    return settings_page(request, project)
 
 
 @login_required
@@ -41,7 +41,7 @@ def key_create(request: HttpRequest, slug: str) -> HttpResponse:
     scopes = [s for s in request.POST.getlist("scopes") if s in ("ingest", "read")]
     _, secret = api_key_create(project=project, user=request.user, name=name, scopes=scopes)  # type: ignore[arg-type]
     # The secret is rendered once, in this response only.
-    return _page(request, project, new_key=secret, new_key_name=name)
+    return settings_page(request, project, new_key=secret, new_key_name=name)
 
 
 @login_required
@@ -60,10 +60,10 @@ def member_set(request: HttpRequest, slug: str) -> HttpResponse:
     role = request.POST.get("role", "")
     user = User.objects.filter(username=username).first()
     if user is None or role not in Role.values:
-        return _page(request, project, member_error=f"no user named {username!r}" if user is None
+        return settings_page(request, project, member_error=f"no user named {username!r}" if user is None
                      else f"unknown role {role!r}")
     if user == request.user and role != Role.ADMIN:
-        return _page(request, project, member_error="you cannot lower your own role")
+        return settings_page(request, project, member_error="you cannot lower your own role")
     membership_set(project=project, user=user, role=role)
     return redirect("project_settings", slug=slug)
 
@@ -74,6 +74,6 @@ def member_remove(request: HttpRequest, slug: str, membership_id: int) -> HttpRe
     project, _ = access.project_for_user(request.user, slug, role=Role.ADMIN)
     membership = get_object_or_404(Membership.objects, project=project, pk=membership_id)
     if membership.user_id == request.user.pk:
-        return _page(request, project, member_error="you cannot remove yourself")
+        return settings_page(request, project, member_error="you cannot remove yourself")
     membership_remove(membership=membership)
     return redirect("project_settings", slug=slug)

@@ -1,0 +1,15 @@
+"""Labels react to the runs app: a rebuilt rollout's turn marks follow their turn."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.dispatch import receiver
+
+from deeprepo_web.labels.services import marks_follow_turns
+from deeprepo_web.runs.signals import rollouts_rebuilt
+
+
+@receiver(rollouts_rebuilt, dispatch_uid="labels-marks-follow-turns")
+def marks_follow(sender: Any, rollout_ids: list[int], turn_moves: Any, **kwargs: Any) -> None:
+    marks_follow_turns(rollout_ids=rollout_ids, turn_moves=turn_moves)
