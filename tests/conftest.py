@@ -144,7 +144,6 @@ def other_api(client: Any, team: Team) -> Api:
 # Headless Chromium fixtures, shared by every test folder (one browser per session).
 from tests.browser_fixtures import browser_page, chromium, screenshot_dir  # noqa: E402, F401
 
-
 # `make test-fast` leaves out what needs Chromium, kills daemons, or starts a cluster: the markers are
 # given here from what a test uses (its fixtures, however indirect, or the faults folder), so a new
 # test is sorted without remembering to mark it.
