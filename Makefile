@@ -5,7 +5,7 @@ UV ?= uv
 # Tests and checks talk to the machine's Postgres unless DATABASE_URL says otherwise.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
-.PHONY: run test lint typecheck pytest bench bench-pages bench-jobs sync sync-run ml vendor
+.PHONY: run test test-fast lint typecheck pytest bench bench-pages bench-jobs sync sync-run ml vendor
 
 # Everything, the test toolchain (the dev group) included. --inexact keeps what `make ml` installed
 # beside the lock (torch, accelerate).
@@ -26,8 +26,10 @@ ml: sync
 run: sync-run
 	@$(UV) run --no-sync python -m deeprepo_web.launcher
 
+# lint-imports: the layer contracts in pyproject.toml ([tool.importlinter]; docs/architecture.md, "Layers").
 lint: sync
 	$(UV) run ruff check .
+	$(UV) run lint-imports
 
 typecheck: sync
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(UV) run mypy deeprepo_web workers client/deeprepo_client
@@ -36,6 +38,12 @@ pytest: sync
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} DEEPREPO_CONN_MAX_AGE=0 $(UV) run pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
+
+# The edit-test loop: no Chromium, no fault injection, no cluster (markers given in tests/conftest.py).
+# CI runs `make test`, everything.
+test-fast: sync
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} DEEPREPO_CONN_MAX_AGE=0 $(UV) run pytest \
+		-m "not browser and not fault and not cluster" $(PYTEST_ARGS)
 
 bench: sync
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(UV) run python bench/ingest.py

@@ -219,12 +219,15 @@ if CELERY_BROKER_URL == "filesystem://":
     # With a host name: without one kombu warns "No hostname was supplied" on every connection.
     CELERY_BROKER_URL = "filesystem://localhost//"
     _broker_dir = DATA_DIR / "broker"
-    for _sub in ("out", "processed"):
+    for _sub in ("out", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)  # kombu does not create them
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "out"),
         "data_folder_out": str(_broker_dir / "out"),
         "processed_folder": str(_broker_dir / "processed"),
+        # The exchange tables (celery.exchange, celery.pidbox.exchange): kombu's default is
+        # "control" in whatever directory a worker or web process started in.
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from deeprepo_web.api.main import api
+from deeprepo_web.api_root import api
 
 urlpatterns = [
     path("api/", api.urls),

@@ -149,3 +149,20 @@ def other_api(client: Any, team: Team) -> Api:
 
 # Headless Chromium fixtures, shared by every test folder (one browser per session).
 from tests.browser_fixtures import browser_page, chromium, screenshot_dir  # noqa: E402, F401
+
+# `make test-fast` leaves out what needs Chromium, kills daemons, or starts a cluster: the markers are
+# given here from what a test uses (its fixtures, however indirect, or the faults folder), so a new
+# test is sorted without remembering to mark it.
+_CLUSTER_FIXTURES = {"slurm_cluster", "sshd_server", "ray_head"}
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    faults = Path(__file__).parent / "faults"
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if "chromium" in names:
+            item.add_marker(pytest.mark.browser)
+        if names & _CLUSTER_FIXTURES or item.get_closest_marker("slurm") or item.get_closest_marker("ray"):
+            item.add_marker(pytest.mark.cluster)
+        if faults in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.fault)

@@ -13,5 +13,3 @@ app = Celery("deeprepo", include=["workers.tasks.artifacts", "workers.tasks.impo
                                      "workers.tasks.sweeps", "workers.tasks.checkpoint_evals", "workers.tasks.runs",
                                      "workers.tasks.mlflow", "workers.tasks.otlp"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
-
-import workers.presence  # noqa: E402,F401  (the worker's queue heartbeat: signal handlers)

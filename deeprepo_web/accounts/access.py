@@ -1,19 +1,18 @@
-"""Every permission check lives here. Outsiders get 404 so existence never leaks."""
+"""Every permission check lives here: membership and role in a project, API keys. Outsiders get 404
+so existence never leaks. Objects of a project are fetched by their app (`runs.access` for runs and
+rollouts, `get_object_or_404(..., project=...)` elsewhere) and allowed by `membership_check`."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.http import Http404
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import ApiKey, Membership, Project, Role, hash_key
-
-if TYPE_CHECKING:
-    from deeprepo_web.runs.models import Rollout, Run
 
 # last_used_at is a hint for humans, not an audit log: write it at most once a minute per key.
 _LAST_USED_RESOLUTION = timedelta(seconds=60)
@@ -29,10 +28,12 @@ def project_for_user(user: Any, slug: str, *, role: str = Role.VIEWER) -> tuple[
     project = Project.objects.filter(slug=slug).first()
     if project is None:
         raise Http404("no such project")
-    return project, _member(user, project, role)
+    return project, membership_check(user, project, role)
 
 
-def _member(user: Any, project: Project, role: str) -> Membership:
+def membership_check(user: Any, project: Project, role: str) -> Membership:
+    """The user's membership of `project` if it holds `role`, else 404. The gate of every object that
+    belongs to a project (`runs.access` asks it for runs and rollouts)."""
     membership = membership_for(user, project)
     if membership is None:
         raise Http404("no such project")
@@ -51,27 +52,6 @@ def projects_for_user(user: Any) -> list[Project]:
 def can_write(user: Any, project: Project) -> bool:
     membership = membership_for(user, project)
     return membership is not None and membership.allows(Role.EDITOR)
-
-
-def run_for_user(user: Any, run_id: str, *, write: bool = False, slug: str | None = None) -> Run:
-    """The run if the user may read (or write) it; with `slug`, it must also be of that project."""
-    from deeprepo_web.runs.models import Run
-
-    run = Run.objects.select_related("project").filter(public_id=run_id).first()
-    if run is None or (slug is not None and run.project.slug != slug):
-        raise Http404("no such run")
-    _member(user, run.project, Role.EDITOR if write else Role.VIEWER)  # the project came with the run
-    return run
-
-
-def rollout_for_user(user: Any, rollout_id: int) -> Rollout:
-    from deeprepo_web.runs.models import Rollout
-
-    rollout = Rollout.objects.select_related("run__project", "example").filter(pk=rollout_id).first()
-    if rollout is None:
-        raise Http404("no such rollout")
-    _member(user, rollout.run.project, Role.VIEWER)
-    return rollout
 
 
 def api_key_from_secret(secret: str) -> ApiKey | None:
@@ -107,27 +87,10 @@ def key_allows(key: ApiKey, scope: str) -> bool:
     return not key.scopes or scope in key.scopes
 
 
-def run_for_principal(principal: Any, run_id: str, *, write: bool = False) -> Run:
-    """For the API: the run if the caller, an API key (its own project's runs; its scopes are the
-    auth's business) or a session user (a member, an editor to write), may use it."""
-    if isinstance(principal, ApiKey):
-        return run_for_key(principal, run_id)
-    return run_for_user(principal, run_id, write=write)
-
-
 def project_for_principal(principal: Any, project: Project) -> None:
     """For the API: 404 unless the API key belongs to `project`, or the session user is a member."""
     if isinstance(principal, ApiKey):
         if principal.project_id != project.pk:
             raise Http404("no such project")
     else:
-        _member(principal, project, Role.VIEWER)
-
-
-def run_for_key(key: ApiKey, run_id: str) -> Run:
-    from deeprepo_web.runs.models import Run
-
-    run = Run.objects.filter(public_id=run_id, project=key.project).first()
-    if run is None:
-        raise Http404("no such run")
-    return run
+        membership_check(principal, project, Role.VIEWER)

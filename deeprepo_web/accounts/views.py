@@ -11,21 +11,18 @@ from django.views.decorators.http import require_POST, require_safe
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey, Membership, Project, Role
 from deeprepo_web.accounts.services import api_key_create, api_key_revoke, membership_remove, membership_set
-from deeprepo_web.otlp.quiet import quiet_minutes
 from deeprepo_web.replica.health import replica_state
-from deeprepo_web.retention.models import RetentionPolicy
 
 
 def settings_page(request: HttpRequest, project: Project, **extra: object) -> HttpResponse:
-    """The settings page with `extra` (a form's error or a new key); retention's form answers with it too."""
+    """The settings page with `extra` in its context (a form's error); features' sections (retention)
+    fetch their own data through their template tags."""
     context = {
         "project": project,
         "memberships": Membership.objects.filter(project=project).select_related("user").order_by("user__username"),
         "keys": ApiKey.objects.filter(project=project).select_related("user").order_by("-created_at")[:200],
         "roles": Role.choices,
-        "retention": RetentionPolicy.objects.filter(project=project).first(),
         "replica": replica_state(),
-        "otlp_quiet_minutes": quiet_minutes(project),
         **extra,
     }
     return render(request, "accounts/settings.html", context)

@@ -33,19 +33,37 @@ def group_advantages(rewards: Sequence[float] | np.ndarray, *, normalize: bool =
     return centered / sd if normalize else centered
 
 
-def dead_kind(
-    rewards: Sequence[float] | np.ndarray, *, fail_at: float = 0.0, pass_at: float = 1.0, tol: float = _TOL
-) -> DeadKind | None:
-    """None when the group has variance, else which kind of zero-variance group it is."""
-    arr = np.asarray(rewards, dtype=float)
-    if arr.size == 0 or float(arr.max() - arr.min()) > tol:
-        return None
-    value = float(arr[0])
-    if value <= fail_at + tol:
-        return "all_fail"
-    if value >= pass_at - tol:
-        return "all_pass"
-    return "other"
+@dataclass(frozen=True)
+class DeadRule:
+    """The one definition of a dead group's kind, used by the run page's GRPO health (its SQL takes
+    these thresholds) and by the Groups tab. A group is dead when its rewards are all equal (within
+    `tol`); then it is all-fail when the common reward is <= `fail_at`, else all-pass when it is
+    >= `pass_at`, else other. `for_rewards` places them for a run's own rewards."""
+
+    fail_at: float = 0.0
+    pass_at: float = 1.0
+    tol: float = _TOL
+
+    @classmethod
+    def for_rewards(cls, lo: float | None, hi: float | None) -> DeadRule:
+        """For a run whose rewards span [lo, hi]: fail at 0 or at the lowest reward, whichever is
+        higher (a run scored in [-5, 5] fails at -5 and at 0 alike, one scored in [2, 10] at 2),
+        pass at the highest reward. Without rewards: 0 and 1."""
+        if lo is None or hi is None:
+            return cls()
+        return cls(fail_at=max(0.0, lo), pass_at=hi)
+
+    def kind(self, rewards: Sequence[float] | np.ndarray) -> DeadKind | None:
+        """None when the group has variance, else which kind of zero-variance group it is."""
+        arr = np.asarray(rewards, dtype=float)
+        if arr.size == 0 or float(arr.max() - arr.min()) > self.tol:
+            return None
+        value = float(arr[0])
+        if value <= self.fail_at + self.tol:
+            return "all_fail"
+        if value >= self.pass_at - self.tol:
+            return "all_pass"
+        return "other"
 
 
 @dataclass(frozen=True)
@@ -74,8 +92,7 @@ def _reward(rollout: Mapping[str, Any]) -> float | None:
 def group_stats(
     rollouts: Iterable[Mapping[str, Any]],
     *,
-    fail_at: float = 0.0,
-    pass_at: float = 1.0,
+    rule: DeadRule = DeadRule(),  # noqa: B008  (frozen: one shared default is safe)
     normalize: bool = True,
 ) -> list[GroupStats]:
     """One GroupStats per example key, in first-seen order; rollouts without a reward are skipped."""
@@ -98,7 +115,7 @@ def group_stats(
                 mean=float(arr.mean()),
                 std=float(arr.std()),
                 advantages=[float(a) for a in group_advantages(arr, normalize=normalize)],
-                dead=dead_kind(arr, fail_at=fail_at, pass_at=pass_at),
+                dead=rule.kind(arr),
                 indices=positions[key],
             )
         )
@@ -134,11 +151,11 @@ class StepAggregates:
 
 
 def step_aggregates(
-    rollouts: Iterable[Mapping[str, Any]], *, fail_at: float = 0.0, pass_at: float = 1.0
+    rollouts: Iterable[Mapping[str, Any]], *, rule: DeadRule = DeadRule()  # noqa: B008  (frozen)
 ) -> StepAggregates:
     """Health of one training step; groups of a single rollout are not counted as dead."""
     items = list(rollouts)
-    groups = group_stats(items, fail_at=fail_at, pass_at=pass_at)
+    groups = group_stats(items, rule=rule)
     values = np.asarray([r for g in groups for r in g.rewards], dtype=float)
     if values.size == 0:
         nan = math.nan

@@ -13,7 +13,6 @@ from ninja.security import HttpBearer
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey
-from deeprepo_web.runs.models import Run
 
 
 class ApiKeyAuth(HttpBearer):
@@ -41,7 +40,3 @@ class SessionMember:
 ingest_auth = ApiKeyAuth(scope="ingest")
 read_auth = [ApiKeyAuth(), SessionMember()]
 
-
-def run_for(request: HttpRequest, run_id: str, *, write: bool = False) -> Run:
-    """The run named in the URL, if the caller (key or session) may read it, or write it."""
-    return access.run_for_principal(request.auth, run_id, write=write)  # type: ignore[attr-defined]

@@ -15,9 +15,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
 
-from deeprepo_web.api.auth import ingest_auth, read_auth, run_for
+from deeprepo_web.api.auth import ingest_auth, read_auth
 from deeprepo_web.api.schemas import Iso
 from deeprepo_web.artifacts import services
+from deeprepo_web.runs.access import run_for
 from deeprepo_web.runs.models import Artifact, Run
 
 router = Router(tags=["artifacts"])

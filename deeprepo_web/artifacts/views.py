@@ -23,6 +23,7 @@ from deeprepo_web import storage
 from deeprepo_web.accounts import access
 from deeprepo_web.artifacts import services
 from deeprepo_web.front.http import is_htmx
+from deeprepo_web.runs.access import run_for_user
 from deeprepo_web.runs.models import Artifact, BlobRef
 
 PER_PAGE = 100
@@ -34,7 +35,7 @@ _BLOB_CSP = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sand
 @login_required
 @require_GET
 def artifact_list(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
-    run = access.run_for_user(request.user, run_id, slug=slug)
+    run = run_for_user(request.user, run_id, slug=slug)
     kind = request.GET.get("kind", "")
     rows = Artifact.objects.filter(run=run)
     # One small GROUP BY on the run's own rows: the kind chips and the totals line.
@@ -64,7 +65,7 @@ def artifact_list(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 @require_GET
 def artifact_download(request: HttpRequest, slug: str, run_id: str, artifact_id: int) -> HttpResponse:
     """The URL is made at click time, so a page left open never holds a live download link."""
-    run = access.run_for_user(request.user, run_id, slug=slug)
+    run = run_for_user(request.user, run_id, slug=slug)
     artifact = get_object_or_404(Artifact.objects, run=run, pk=artifact_id)
     try:
         url = services.artifact_download_url(artifact=artifact, ttl=300)
@@ -76,7 +77,7 @@ def artifact_download(request: HttpRequest, slug: str, run_id: str, artifact_id:
 @login_required
 @require_POST
 def artifact_delete(request: HttpRequest, slug: str, run_id: str, artifact_id: int) -> HttpResponse:
-    run = access.run_for_user(request.user, run_id, slug=slug, write=True)  # viewers get 404
+    run = run_for_user(request.user, run_id, slug=slug, write=True)  # viewers get 404
     artifact = get_object_or_404(Artifact.objects, run=run, pk=artifact_id)
     try:
         services.artifact_delete(artifact=artifact)

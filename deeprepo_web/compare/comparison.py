@@ -26,6 +26,7 @@ from deeprepo_web.compare.options import (
     runs_in_time_order,
 )
 from deeprepo_web.compare.rundata import RunData, run_data
+from deeprepo_web.labels.selectors import labels_on_rollouts
 from deeprepo_web.runs.models import Run
 
 PASS_TOL = 1e-9
@@ -261,6 +262,24 @@ def _pass_rows(data: list[RunData], options: Options, boot: _Boot) -> tuple[list
     return rows, k if k > 1 else 0
 
 
+def label_rate_rows(data: list[RunData], baseline: int, boot: _Boot | None = None) -> list[Row]:
+    """Per label, the share of each run's rollouts that carry it, with the bootstrap CI of the change
+    against the baseline (resampled as `Options()` says unless a comparison passes its own)."""
+    if boot is None:
+        boot = _Boot(Options().n_resamples, Options().seed)
+    marked = labels_on_rollouts([i for d in data for i in d.ids])
+    rows = []
+    for label, on in marked:
+        arrays = [np.array([1.0 if i in on else 0.0 for i in d.ids], dtype=float) for d in data]
+        deltas: list[Delta | None] = [
+            None if i == baseline or not len(a) or not len(arrays[baseline])
+            else Delta(boot.diff(data[baseline], d, arrays[baseline], a), 0)
+            for i, (d, a) in enumerate(zip(data, arrays, strict=True))]
+        rows.append(Row(f"label:{label.name}", f"Label rate: {label.name}", [rate_cell(a) for a in arrays],
+                        deltas, "{:+.3f}", rel=False))
+    return rows
+
+
 def comparison_build(*, runs: Sequence[Run], options: Options) -> Comparison:
     if not MIN_RUNS <= len(runs) <= MAX_RUNS:
         raise CompareError(f"runs: compare {MIN_RUNS} to {MAX_RUNS} runs, got {len(runs)}")
@@ -277,8 +296,6 @@ def comparison_build(*, runs: Sequence[Run], options: Options) -> Comparison:
         specs.append(_RowSpec("zero_rate", options.zero.label, _rate("zero"), "zero", 0, rel=False))
     rows = [_row(spec, data, options.baseline, boot) for spec in specs]
     pass_rows, k = _pass_rows(data, options, boot)
-    from deeprepo_web.labels.rates import label_rate_rows  # labels import compare's row types
-
     rows += [*pass_rows, *label_rate_rows(data, options.baseline, boot), _row(_N_ROW, data, options.baseline, boot)]
     effects = [(e, boot.diff(data[e.a], data[e.b], data[e.a].reward, data[e.b].reward))
                for e in parse_effects(options.effects_query, len(data), runs_in_time_order(runs))]

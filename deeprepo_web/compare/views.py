@@ -21,6 +21,7 @@ from deeprepo_web.compare.exports import comparison_csv, comparison_markdown
 from deeprepo_web.compare.options import CompareError
 from deeprepo_web.compare.query import compare_params, comparison_for, number_param
 from deeprepo_web.runs import selectors
+from deeprepo_web.runs.access import run_for_user
 from deeprepo_web.runs.models import Example, ModelPrice, Rollout
 
 PALETTE = ["#3b5bdb", "#e8590c", "#2b8a3e", "#ae3ec9", "#c92a2a", "#1098ad", "#f59f00", "#5f3dc4", "#495057",
@@ -142,7 +143,7 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
 @require_safe
 @login_required
 def checkpoints(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
-    run = access.run_for_user(request.user, run_id, slug=slug)
+    run = run_for_user(request.user, run_id, slug=slug)
     try:
         threshold = number_param(request.GET.get("pass"), "pass", 1.0)
         prog = ckpt.progression(run=run, threshold=threshold, a=request.GET.get("a"), b=request.GET.get("b"))
@@ -168,7 +169,7 @@ def checkpoints(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 @require_safe
 @login_required
 def patch_view(request: HttpRequest, slug: str, run_id: str, rollout_id: int) -> HttpResponse:
-    run = access.run_for_user(request.user, run_id, slug=slug)
+    run = run_for_user(request.user, run_id, slug=slug)
     rollout = get_object_or_404(Rollout.objects.select_related("example"), run=run, pk=rollout_id)
     mode = "split" if request.GET.get("mode") == "split" else "unified"
     return render(request, "compare/patch.html", {

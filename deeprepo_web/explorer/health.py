@@ -7,20 +7,20 @@ from typing import Any
 
 from django.db import connection
 
+from deeprepo_web.analysis.grpo import DeadRule
 from deeprepo_web.runs.models import Run
-from deeprepo_web.runs.selectors import finite_or_none
+from deeprepo_web.runs.selectors import finite_or_none, reward_bounds
 
 HEALTH_MAX_STEPS = 5000
-_TOL = 1e-9
 
 # One pass over a run's rollouts through the (run, step, example) index: groups per (step, example),
-# then per step. Bounded by the run's rollouts; the step count caps the output.
+# then per step. Bounded by the run's rollouts; the step count caps the output. A dead group's kind
+# is DeadRule's: its thresholds are the parameters (the group's common reward is its min, as in
+# DeadRule.kind's first reward, both within tol).
 _HEALTH_SQL = """
 WITH base AS (
     SELECT step, example_id, reward, num_turns, input_tokens, output_tokens, cost
     FROM runs_rollout WHERE run_id = %(run)s AND step IS NOT NULL
-), bounds AS (
-    SELECT min(reward) AS lo, max(reward) AS hi FROM base
 ), g AS (
     SELECT step, example_id, count(reward) AS n, min(reward) AS mn, max(reward) AS mx
     FROM base GROUP BY step, example_id
@@ -28,12 +28,10 @@ WITH base AS (
     SELECT g.step,
            count(*) FILTER (WHERE g.n > 0) AS groups,
            count(*) FILTER (WHERE g.n > 1 AND g.mx - g.mn <= %(tol)s) AS dead,
-           count(*) FILTER (WHERE g.n > 1 AND g.mx - g.mn <= %(tol)s
-                            AND (g.mx <= %(tol)s OR g.mx <= b.lo + %(tol)s)) AS all_fail,
-           count(*) FILTER (WHERE g.n > 1 AND g.mx - g.mn <= %(tol)s
-                            AND NOT (g.mx <= %(tol)s OR g.mx <= b.lo + %(tol)s) AND g.mn >= b.hi - %(tol)s)
-                            AS all_pass
-    FROM g CROSS JOIN bounds b GROUP BY g.step
+           count(*) FILTER (WHERE g.n > 1 AND g.mx - g.mn <= %(tol)s AND g.mn <= %(fail_at)s + %(tol)s) AS all_fail,
+           count(*) FILTER (WHERE g.n > 1 AND g.mx - g.mn <= %(tol)s AND g.mn > %(fail_at)s + %(tol)s
+                            AND g.mn >= %(pass_at)s - %(tol)s) AS all_pass
+    FROM g GROUP BY g.step
 ), st AS (
     SELECT step, count(*) AS rollouts, avg(reward) AS mean, stddev_pop(reward) AS std,
            percentile_cont(ARRAY[0.1, 0.25, 0.5, 0.75, 0.9]) WITHIN GROUP (ORDER BY reward) AS q,
@@ -80,11 +78,13 @@ def grpo_health(*, run: Run, max_steps: int = HEALTH_MAX_STEPS) -> Health:
     """Per training step: dead-group fractions (all-fail / all-pass), reward quantiles, turns, tokens, cost.
 
     A group is the rollouts of one example at one step; it is dead (no GRPO signal) when it has
-    two or more rewards and they are all equal. All-fail: the common reward is ≤ 0 or the run's
-    lowest reward; all-pass: it is the run's highest reward. The latest `max_steps` steps are kept.
+    two or more rewards and they are all equal; its kind is `DeadRule.for_rewards` of the run's
+    rewards, as on the Groups tab. The latest `max_steps` steps are kept.
     """
+    rule = DeadRule.for_rewards(*reward_bounds(run=run))
     with connection.cursor() as cur:
-        cur.execute(_HEALTH_SQL, {"run": run.pk, "tol": _TOL, "limit": max_steps})
+        cur.execute(_HEALTH_SQL, {"run": run.pk, "tol": rule.tol, "fail_at": rule.fail_at, "pass_at": rule.pass_at,
+                                  "limit": max_steps})
         rows = cur.fetchall()
     out = Health()
     for step, n, groups, dead, fail, pas, mean, std, q, turns, tin, tout, cost in reversed(rows):

@@ -29,6 +29,7 @@ from deeprepo_web.explorer.live import POLL_ACTIVE, POLL_IDLE, run_live_state
 from deeprepo_web.explorer.rows import run_row_html
 from deeprepo_web.front.http import STOP_POLLING, is_htmx, page_param
 from deeprepo_web.labels.selectors import run_label_counts, with_label_counts
+from deeprepo_web.runs.access import run_for_user
 from deeprepo_web.runs.axes import metric_axes_for
 from deeprepo_web.runs.deletion import run_contents, run_delete_request
 from deeprepo_web.runs.models import FINAL_RUN_STATUSES, MetricSeries, Rollout, Run, RunKind, RunStatus
@@ -165,7 +166,7 @@ def project_rows(request: HttpRequest, slug: str) -> JsonResponse:
 @require_safe
 @login_required
 def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
-    run = access.run_for_user(request.user, run_id, slug=slug)
+    run = run_for_user(request.user, run_id, slug=slug)
     series = list(
         MetricSeries.objects.filter(run=run).order_by("key").values("key", "count", "last_value", "min_value")[:2000]
     )
@@ -175,7 +176,7 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         if not other_id or other_id == run.public_id or any(o["id"] == other_id for o in overlay):
             continue
         try:
-            other = access.run_for_user(request.user, other_id)
+            other = run_for_user(request.user, other_id)
         except Http404:
             continue  # a run the user may not read is silently left out of the overlay
         overlay.append({"id": other.public_id, "name": other.name,
@@ -224,7 +225,7 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 @login_required
 def run_status(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     """The live header partial; 286 tells htmx to stop polling once the run is final."""
-    run = access.run_for_user(request.user, run_id, slug=slug)
+    run = run_for_user(request.user, run_id, slug=slug)
     final = run.status in FINAL_RUN_STATUSES
     response = render(request, "explorer/run.html#status", {"project": run.project, "run": run, "final": final})
     if final:
@@ -236,7 +237,7 @@ def run_status(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 @login_required
 def run_live(request: HttpRequest, slug: str, run_id: str) -> JsonResponse:
     """What an open run page polls: status, the header, the newest step and rollout (explorer.live)."""
-    run = access.run_for_user(request.user, run_id, slug=slug)
+    run = run_for_user(request.user, run_id, slug=slug)
     state = run_live_state(run=run)
     header = render(request, "explorer/run.html#status", {"project": run.project, "run": run, "final": state.final})
     return JsonResponse({**state.as_dict(), "header": header.content.decode(),
@@ -246,7 +247,7 @@ def run_live(request: HttpRequest, slug: str, run_id: str) -> JsonResponse:
 @require_safe
 @login_required
 def run_health(request: HttpRequest, slug: str, run_id: str) -> JsonResponse:
-    run = access.run_for_user(request.user, run_id, slug=slug)
+    run = run_for_user(request.user, run_id, slug=slug)
     return JsonResponse(grpo_health(run=run).as_dict())
 
 
@@ -254,7 +255,7 @@ def run_health(request: HttpRequest, slug: str, run_id: str) -> JsonResponse:
 @login_required
 def run_redirect(request: HttpRequest, run_id: str) -> HttpResponse:
     """Short link printed by the client: /r/<id>/ -> the run page inside its project."""
-    run = access.run_for_user(request.user, run_id)
+    run = run_for_user(request.user, run_id)
     return redirect("run", slug=run.project.slug, run_id=run.public_id)
 
 
@@ -262,7 +263,7 @@ def run_redirect(request: HttpRequest, run_id: str) -> HttpResponse:
 @login_required
 def run_delete(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     """GET: the confirmation, naming what goes; POST: delete now, or hand a big run to the worker."""
-    run = access.run_for_user(request.user, run_id, write=True, slug=slug)
+    run = run_for_user(request.user, run_id, write=True, slug=slug)
     if request.method == "POST":
         done = run_delete_request(run=run, actor=actor_name())
         note = "deleted" if done else "is being deleted in the background"

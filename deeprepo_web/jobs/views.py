@@ -42,7 +42,6 @@ def job_list(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def job_launch(request: HttpRequest, slug: str, template_slug: str) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug, role=Role.EDITOR)
-    templates.templates_for_project(project)
     template = selectors.template_get(project=project, slug=template_slug)
     clusters = list(Cluster.objects.filter(project=project))
     form = LaunchForm(request.POST or None, template=template, clusters=clusters)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import islice
 from typing import Any
 
@@ -80,3 +80,29 @@ def marks_bulk_create(*, label: Label, rollout_ids: Iterable[int], user: Any, no
             )
             added += cur.rowcount
     return added
+
+
+def marks_follow_turns(*, rollout_ids: list[int], turn_moves: Callable[[int], dict[int, int]]) -> None:
+    """Turn marks of rebuilt rollouts move with their turn (`turn_moves(rollout) -> {old index: new}`).
+    Marks of one label meeting on one turn are kept once (the first); a mark whose turn went with
+    nothing in its place keeps its index."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT id, rollout_id, label_id, turn_index FROM labels_mark "
+                    "WHERE rollout_id = ANY(%s) AND turn_index IS NOT NULL ORDER BY id", [rollout_ids])
+        marks = cur.fetchall()
+        maps = {rid: turn_moves(rid) for rid in {m[1] for m in marks}}
+        target = {m[0]: maps[m[1]].get(m[3], m[3]) for m in marks}
+        moving = [m for m in marks if target[m[0]] != m[3]]
+        if not moving:
+            return
+        taken = {(m[1], m[2], m[3]) for m in marks if target[m[0]] == m[3]}
+        # Out of the way first (-id is free): moving a mark onto an index another mark is leaving would
+        # break the unique (label, rollout, turn_index) for a moment.
+        cur.execute("UPDATE labels_mark SET turn_index = -id WHERE id = ANY(%s)", [[m[0] for m in moving]])
+        for mark_id, rid, label_id, _index in moving:
+            key = (rid, label_id, target[mark_id])
+            if key in taken:
+                cur.execute("DELETE FROM labels_mark WHERE id = %s", [mark_id])
+            else:
+                taken.add(key)
+                cur.execute("UPDATE labels_mark SET turn_index = %s WHERE id = %s", [target[mark_id], mark_id])

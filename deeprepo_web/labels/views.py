@@ -12,6 +12,7 @@ from deeprepo_web.accounts import access
 from deeprepo_web.labels import services
 from deeprepo_web.labels.models import Label, Mark
 from deeprepo_web.labels.selectors import label_list
+from deeprepo_web.runs.access import run_for_user
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
@@ -40,7 +41,7 @@ def _back(request: HttpRequest, fallback: str) -> HttpResponse:
 @require_POST
 @login_required
 def mark_add(request: HttpRequest, slug: str, run_id: str, rollout_id: int) -> HttpResponse:
-    run = access.run_for_user(request.user, run_id, write=True, slug=slug)
+    run = run_for_user(request.user, run_id, write=True, slug=slug)
     rollout = get_object_or_404(run.rollouts.select_related("run"), pk=rollout_id)
     label = get_object_or_404(Label.objects, project=run.project, name=request.POST.get("label", ""))
     raw_turn = request.POST.get("turn", "").strip()

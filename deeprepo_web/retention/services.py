@@ -14,9 +14,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from deeprepo_web import storage
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.retention.models import RetentionMark, RetentionPolicy
+from deeprepo_web.runs.ingest.blobs import blobs_collect
 from deeprepo_web.runs.models import BlobRef, Run
 
 log = logging.getLogger(__name__)
@@ -72,19 +72,6 @@ def _run_bodies_clear(run: Run, cutoff: datetime, batch: int) -> tuple[int, list
                 BlobRef.objects.filter(sha=sha, run=run).delete()
     return len(ids), shas
 
-
-def blobs_collect(shas: list[str]) -> int:
-    """Remove from the store the blobs no run refers to any more; call it after the transaction that
-    dropped the references committed (the sweep's clearing, a run's deletion)."""
-    used = set(BlobRef.objects.filter(sha__in=shas).values_list("sha", flat=True))
-    gone = 0
-    for sha in set(shas) - used:
-        try:
-            storage.backend().delete(storage.blob_key(sha))
-            gone += 1
-        except storage.StorageError as exc:  # an orphan wastes space but harms nobody
-            log.warning("blob %s kept: %s", sha, exc)
-    return gone
 
 
 def _otlp_delete(run_ids: list[int] | None, cutoff: datetime, batch: int) -> int:

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_POST
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
+from deeprepo_web.accounts.views import settings_page
 from deeprepo_web.retention.services import RetentionError, policy_set
 
 
@@ -22,8 +23,6 @@ def retention_set(request: HttpRequest, slug: str) -> HttpResponse:
             raise RetentionError(f"keep_days: {raw[:20]!r} is not a whole number of days")
         policy_set(project=project, keep_days=int(raw) if raw else None)
     except RetentionError as exc:
-        from deeprepo_web.accounts.views import settings_page
-
         response = settings_page(request, project, retention_error=str(exc))
         response.status_code = 400
         return response

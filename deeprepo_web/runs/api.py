@@ -1,5 +1,5 @@
-"""Runs API: create, update and finish runs, ingest metrics and rollouts (ingest key); read runs,
-series and rollouts (any key or a session)."""
+"""Runs API: create, update and finish runs, ingest metrics and rollouts (ingest key); read runs and
+series (any key or a session). Reading rollouts is the trajectories API (`trajectories/api.py`)."""
 
 from __future__ import annotations
 
@@ -11,22 +11,20 @@ from typing import Any
 import pydantic
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.shortcuts import get_object_or_404
 from ninja import Router, Status
 from ninja.errors import HttpError
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import ApiKey
-from deeprepo_web.api.auth import ingest_auth, read_auth, run_for
+from deeprepo_web.api.auth import ingest_auth, read_auth
 from deeprepo_web.api.errors import loads, pydantic_error_line
 from deeprepo_web.audit.context import actor_name
-from deeprepo_web.front.http import MAX_PAGE
 from deeprepo_web.runs import axes, deletion, schemas, selectors, services
+from deeprepo_web.runs.access import run_for, run_for_key
 from deeprepo_web.runs.ingest.badkeys import metrics_ingest_good, refusal_line
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest as store_rollouts
-from deeprepo_web.runs.models import Rollout, Run
+from deeprepo_web.runs.models import Run
 from deeprepo_web.text import clean_deep
-from deeprepo_web.trajectories.selectors import rollout_page
 
 router = Router(tags=["runs"])
 
@@ -38,7 +36,7 @@ def run_create(request: HttpRequest, payload: schemas.RunIn) -> Status:
         raise HttpError(404, f"project: {payload.project!r} is not the project of this API key")
     parent = None
     if payload.parent_run_id:
-        parent = access.run_for_key(key, payload.parent_run_id)
+        parent = run_for_key(key, payload.parent_run_id)
     data = clean_deep(payload.model_dump(exclude={"parent_run_id", "project"}))
     run, created = services.run_create(project=key.project, parent=parent, **data)
     return Status(201 if created else 200, run)
@@ -190,22 +188,3 @@ def series(request: HttpRequest, run_id: str, key: str | None = None, buckets: i
             raise HttpError(404, f"x: run {run_id} has no metric {x!r}")
         out["x"] = xs
     return out
-
-
-@router.get("/runs/{run_id}/rollouts", auth=read_auth, response=schemas.RolloutPage)
-def rollouts_list(
-    request: HttpRequest, run_id: str, page: int = 1, per_page: int = 50, step: int | None = None,
-    order: str = "id",
-) -> dict[str, Any]:
-    run = run_for(request, run_id)
-    page = max(1, min(page, MAX_PAGE))  # past that the offset overflows; pages that far are empty anyway
-    filters = {"step": step} if step is not None else {}
-    rows, has_next = rollout_page(run=run, page=page, per_page=max(1, min(per_page, 500)), order=order,
-                                  filters=filters)
-    return {"page": page, "has_next": has_next, "rollouts": rows}
-
-
-@router.get("/runs/{run_id}/rollouts/{rollout_id}", auth=read_auth, response=schemas.RolloutDetailOut)
-def rollout_detail(request: HttpRequest, run_id: str, rollout_id: int) -> Rollout:
-    run = run_for(request, run_id)
-    return get_object_or_404(Rollout.objects.select_related("example"), run=run, pk=rollout_id)

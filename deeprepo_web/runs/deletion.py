@@ -16,6 +16,7 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from deeprepo_web.runs.models import Artifact, BlobRef, MetricSeries, Rollout, Run
+from deeprepo_web.runs.signals import run_contents_counted
 from workers.queue import enqueue
 
 log = logging.getLogger(__name__)
@@ -43,16 +44,17 @@ class RunContents:
 
 
 def run_contents(*, run: Run) -> RunContents:
-    from deeprepo_web.labels.models import Mark
-    from deeprepo_web.search.models import Doc
-
+    kept_elsewhere: dict[str, int] = {}  # the features' rows about this run (runs import no feature)
+    for _, counts in run_contents_counted.send(sender=Run, run=run):
+        if isinstance(counts, dict):
+            kept_elsewhere.update(counts)
     rollouts = Rollout.objects.filter(run=run).aggregate(n=Count("id"), turns=Sum("num_turns"))
     series = MetricSeries.objects.filter(run=run).aggregate(n=Count("id"), points=Sum("count"))
     shared = BlobRef.objects.exclude(run=run).values("sha")
     return RunContents(
         rollouts=rollouts["n"] or 0, turns=rollouts["turns"] or 0,
         metric_keys=series["n"] or 0, metric_points=series["points"] or 0,
-        search_docs=Doc.objects.filter(run_id=run.pk).count(), marks=Mark.objects.filter(run=run).count(),
+        search_docs=kept_elsewhere.get("search_docs", 0), marks=kept_elsewhere.get("marks", 0),
         artifacts=Artifact.objects.filter(run=run).count(),
         blobs=BlobRef.objects.filter(run=run).exclude(sha__in=shared).count(),
         evals_kept=Run.objects.filter(parent=run).count(),

@@ -1,4 +1,5 @@
-"""Shapes of the runs API: what ingest takes (the server side of deeprepo_client.records) and what reads return."""
+"""Shapes of the runs API: what ingest takes (the server side of deeprepo_client.records) and what run and
+series reads return (rollout reads: `trajectories/schemas.py`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field, TypeAdapt
 from typing_extensions import TypedDict
 
 from deeprepo_web.api.schemas import Count, Int32, Int64, Iso
-from deeprepo_web.runs.models import Rollout, Run, ToolCall, Turn
-from deeprepo_web.trajectories.selectors import turns_page
+from deeprepo_web.runs.models import Run
 
 
 def _run_time(value: datetime) -> datetime:
@@ -177,76 +177,3 @@ class RolloutIn(TypedDict, total=False):
 
 metric_batch = TypeAdapter(list[MetricPointIn])
 rollout_batch = TypeAdapter(list[RolloutIn])
-
-
-class RolloutOut(Schema):
-    id: int
-    uid: str
-    example_key: str
-    step: int | None
-    sample_index: int | None
-    reward: float | None
-    reward_components: dict[str, Any]
-    advantage: float | None
-    num_turns: int | None
-    input_tokens: int | None
-    output_tokens: int | None
-    cost: float | None
-    is_truncated: bool
-    stop_condition: str
-    error: str
-    duration: float | None
-    final_answer: str
-    metrics: dict[str, Any]
-
-    @staticmethod
-    def resolve_example_key(r: Rollout) -> str:
-        return r.example.key
-
-
-class RolloutPage(Schema):
-    page: int
-    has_next: bool
-    rollouts: list[RolloutOut]
-
-
-class ToolCallOut(Schema):
-    id: int
-    parent: int | None = Field(alias="parent_id")
-    name: str
-    arguments: Any
-    output: str
-    output_truncated: bool
-    is_error: bool
-
-    @staticmethod
-    def resolve_output_truncated(c: ToolCall) -> bool:
-        return bool(c.output_blob)
-
-
-class TurnOut(Schema):
-    index: int
-    role: str
-    content: str
-    content_truncated: bool
-    reasoning: str
-    input_tokens: int | None
-    output_tokens: int | None
-    latency: float | None
-    tool_calls: list[ToolCallOut]
-
-    @staticmethod
-    def resolve_content_truncated(t: Turn) -> bool:
-        return bool(t.content_blob)
-
-    @staticmethod
-    def resolve_tool_calls(t: Turn) -> list[ToolCall]:
-        return sorted(t.tool_calls.all(), key=lambda c: (c.parent_id or 0, c.index))
-
-
-class RolloutDetailOut(RolloutOut):
-    turns: list[TurnOut]
-
-    @staticmethod
-    def resolve_turns(r: Rollout) -> list[Turn]:
-        return turns_page(rollout=r, start=0, limit=10_000)

@@ -54,6 +54,15 @@ class Series:
         }
 
 
+def reward_bounds(*, run: Run) -> tuple[float | None, float | None]:
+    """The run's lowest and highest finite reward (both ends of the (run, reward) index), or Nones."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT min(reward), max(reward) FROM runs_rollout WHERE run_id = %s "
+                    "AND reward > '-Infinity'::float8 AND reward < 'Infinity'::float8", [run.pk])
+        lo, hi = cur.fetchone()
+    return lo, hi
+
+
 def finite_or_none(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 

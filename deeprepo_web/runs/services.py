@@ -10,6 +10,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.runs.ingest.blobs import blobs_collect
 from deeprepo_web.runs.models import FINAL_RUN_STATUSES, BlobRef, IngestRefusal, Run, RunKind, RunStatus
 
 log = logging.getLogger(__name__)
@@ -146,8 +147,6 @@ def run_delete(*, run: Run) -> dict[str, int]:
         cur.execute("DELETE FROM runs_rollout WHERE run_id = %s", [run.pk])
         rollouts = cur.rowcount
         run.delete()  # the small rest (series, artifacts, blob refs, other apps' links) through the ORM
-    from deeprepo_web.retention.services import blobs_collect
-
     blobs = blobs_collect(shas)  # after the commit: only blobs no other run refers to
     return {"objects": objects, "blobs": blobs, "metrics": metrics, "rollouts": rollouts}
 

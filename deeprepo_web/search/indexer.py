@@ -74,3 +74,13 @@ def search_index_lag() -> int:
             for src, table in TABLES.items())
         cur.execute(f"SELECT {parts}")
         return int(cur.fetchone()[0])
+
+
+def docs_of_rebuilt_rollouts(rollout_ids: list[int]) -> None:
+    """Rollouts rebuilt in place (`runs.ingest.replace`): their turns' and calls' documents go (the
+    new rows have new ids, which the next pass indexes); the rollout's own document is rewritten."""
+    body = BODIES["rollout"].format(a="r")
+    with connection.cursor() as cur:
+        cur.execute("DELETE FROM search_doc WHERE rollout_id = ANY(%s) AND src IN ('turn', 'call')", [rollout_ids])
+        cur.execute(f"UPDATE search_doc d SET body = {body}, tsv = {fts(body)} FROM runs_rollout r "
+                    "WHERE d.src = 'rollout' AND d.obj = r.id AND r.id = ANY(%s)", [rollout_ids])

@@ -22,6 +22,7 @@ from deeprepo_web.front.http import is_htmx, page_param
 from deeprepo_web.labels.models import Label
 from deeprepo_web.labels.selectors import marks_for_rollouts
 from deeprepo_web.labels.services import LabelError, marks_bulk_create
+from deeprepo_web.runs.access import run_for_user
 from deeprepo_web.runs.models import Run
 from deeprepo_web.search import exports
 from deeprepo_web.search.chart import HEIGHT, WIDTH, chart_rows
@@ -83,7 +84,7 @@ def search(request: HttpRequest, slug: str) -> HttpResponse:
 @require_safe
 @login_required
 def run_search(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
-    run = access.run_for_user(request.user, run_id, slug=slug)
+    run = run_for_user(request.user, run_id, slug=slug)
     params = request.GET.copy()
     params["run"] = run.public_id
     return redirect(f"{reverse('search', args=[slug])}?{params.urlencode()}")
@@ -164,7 +165,7 @@ def export(request: HttpRequest, slug: str, fmt: str) -> HttpResponseBase:
 def run_errors(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     from deeprepo_web.search.signatures import error_signatures
 
-    run = access.run_for_user(request.user, run_id, slug=slug)
+    run = run_for_user(request.user, run_id, slug=slug)
     sigs, span = error_signatures(run=run)
     return render(request, "search/errors.html", {"project": run.project, "run": run, "sigs": sigs, "span": span,
                                                   "width": WIDTH, "height": HEIGHT})

@@ -9,8 +9,9 @@ from django.db import connection
 from django.db.models import Avg, Count, F, Q
 from django.db.models.functions import Coalesce
 
-from deeprepo_web.analysis.grpo import GroupStats, group_stats
+from deeprepo_web.analysis.grpo import DeadRule, GroupStats, group_stats
 from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
+from deeprepo_web.runs.selectors import reward_bounds
 
 ROLLOUT_ORDERS: dict[str, tuple[Any, ...]] = {
     "id": (F("id").asc(),),
@@ -172,7 +173,8 @@ def groups_for_step(*, run: Run, step: int | None, page: int = 1, per_page: int 
     )
     capped = len(rewards) > GROUP_SUMMARY_CAP
     rewards = rewards[:GROUP_SUMMARY_CAP]
-    all_stats = group_stats({"example_key": e, "reward": r} for e, r in rewards)
+    rule = DeadRule.for_rewards(*reward_bounds(run=run))  # the run page's GRPO health reads the same
+    all_stats = group_stats(({"example_key": e, "reward": r} for e, r in rewards), rule=rule)
     # Single-rollout groups have no variance by construction; they are not "dead" (see step_aggregates).
     comparable = [g for g in all_stats if g.size > 1]
     example_ids: list[int] = []
@@ -191,7 +193,7 @@ def groups_for_step(*, run: Run, step: int | None, page: int = 1, per_page: int 
     for eid in page_ids:
         members = [r for r in rows if r.example_id == eid]
         # Recomputed over the page's rows (same rewards) so each advantage lines up with its rollout.
-        stats = group_stats({"example_key": eid, "reward": r.reward} for r in members)
+        stats = group_stats(({"example_key": eid, "reward": r.reward} for r in members), rule=rule)
         for r in members:
             r.group_advantage = None  # type: ignore[attr-defined]
         if stats:

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_safe
 from deeprepo_web.accounts import access
 from deeprepo_web.front.http import float_param, int_param, is_htmx, page_param
 from deeprepo_web.labels.selectors import label_names, marks_by_turn
+from deeprepo_web.runs.access import rollout_for_user, run_for_user
 from deeprepo_web.runs.models import Example, Rollout, ToolCall, Turn
 from deeprepo_web.storage import blob_get
 from deeprepo_web.trajectories import richtext, selectors
@@ -30,7 +31,7 @@ SORTS = {"reward", "-reward", "turns", "-turns", "tokens", "-tokens"}
 
 
 def _rollout(request: HttpRequest, slug: str, run_id: str, rollout_id: int) -> Rollout:
-    rollout = access.rollout_for_user(request.user, rollout_id)
+    rollout = rollout_for_user(request.user, rollout_id)
     if rollout.run.public_id != run_id or rollout.run.project.slug != slug:
         raise Http404("no such rollout")
     return rollout
@@ -72,7 +73,7 @@ def parse_rollout_filter(params: Any) -> tuple[selectors.RolloutFilter, list[str
 @require_safe
 @login_required
 def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
-    run = access.run_for_user(request.user, run_id, slug=slug)
+    run = run_for_user(request.user, run_id, slug=slug)
     filt, errors = parse_rollout_filter(request.GET)
     sort = request.GET.get("sort", "")
     if sort not in SORTS:
@@ -110,7 +111,7 @@ def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 @require_safe
 @login_required
 def groups(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
-    run = access.run_for_user(request.user, run_id, slug=slug)
+    run = run_for_user(request.user, run_id, slug=slug)
     steps = selectors.rollout_steps(run=run)
     raw = request.GET.get("step", "").strip()
     step: int | None
@@ -258,7 +259,7 @@ def _compare_rollout(request: HttpRequest, ex: Example, raw: str, name: str) -> 
         rid = int(raw)
     except ValueError:
         raise Http404(f"{name}: not a rollout id") from None
-    rollout = access.rollout_for_user(request.user, rid)
+    rollout = rollout_for_user(request.user, rid)
     if rollout.example_id != ex.pk:
         raise Http404(f"{name}: rollout of another example")
     return rollout

@@ -7,8 +7,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from deeprepo_web.accounts import access
 from deeprepo_web.front.http import STOP_POLLING, is_htmx
+from deeprepo_web.runs.access import run_for_user
 from deeprepo_web.runs.models import FINAL_RUN_STATUSES
 from deeprepo_web.wandb_server.console import run_logs
 
@@ -16,7 +16,7 @@ from deeprepo_web.wandb_server.console import run_logs
 @login_required
 @require_GET
 def run_logs_page(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
-    run = access.run_for_user(request.user, run_id, slug=slug)
+    run = run_for_user(request.user, run_id, slug=slug)
     final = run.status in FINAL_RUN_STATUSES
     context = {"project": run.project, "run": run, "logs": run_logs(run=run), "final": final}
     if is_htmx(request):

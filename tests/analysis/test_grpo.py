@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from deeprepo_web.analysis.grpo import dead_kind, group_advantages, group_stats, step_aggregates
+from deeprepo_web.analysis.grpo import DeadRule, group_advantages, group_stats, step_aggregates
 
 
 def test_advantages_known_group() -> None:
@@ -18,11 +18,20 @@ def test_advantages_known_group() -> None:
 
 
 def test_dead_kinds() -> None:
-    assert dead_kind([0.0, 0.0]) == "all_fail"
-    assert dead_kind([1.0, 1.0, 1.0]) == "all_pass"
-    assert dead_kind([0.5, 0.5]) == "other"
-    assert dead_kind([0.5, 0.6]) is None
-    assert dead_kind([0.9, 0.9], pass_at=0.9) == "all_pass"
+    assert DeadRule().kind([0.0, 0.0]) == "all_fail"
+    assert DeadRule().kind([1.0, 1.0, 1.0]) == "all_pass"
+    assert DeadRule().kind([0.5, 0.5]) == "other"
+    assert DeadRule().kind([0.5, 0.6]) is None
+    assert DeadRule(pass_at=0.9).kind([0.9, 0.9]) == "all_pass"
+
+
+def test_dead_rule_for_a_runs_rewards() -> None:
+    rule = DeadRule.for_rewards(-5.0, 5.0)
+    assert [rule.kind([v, v]) for v in (-5.0, -2.0, 0.0, 0.5, 2.0, 5.0)] == [
+        "all_fail", "all_fail", "all_fail", "other", "other", "all_pass"]
+    assert DeadRule.for_rewards(2.0, 10.0).kind([2.0, 2.0]) == "all_fail"
+    assert DeadRule.for_rewards(0.0, 0.0).kind([0.0, 0.0]) == "all_fail"  # nothing passed: fail wins
+    assert DeadRule.for_rewards(None, None) == DeadRule(0.0, 1.0)
 
 
 def _rollouts(groups: dict[str, list[float]]) -> list[dict]:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
+import time_machine
 
 from tests.infra.fixtures import s3_server  # noqa: F401
 from tests.infra.s3 import BUCKET, S3Server
@@ -34,6 +37,13 @@ def store(request: pytest.FixtureRequest) -> Iterator[str]:
     """Runs a test once per store."""
     request.getfixturevalue("fs_store" if request.param == "filesystem" else "s3_store")
     yield request.param
+
+
+def made_earlier(seconds: float = 10.0) -> AbstractContextManager[Any]:
+    """The clock, while a link is made, reads `seconds` ago: a link with a shorter lifetime is expired
+    when the test uses it, with no sleep. (The clock is the one boundary patched: Django's signer and
+    botocore's presigner read it; the checks, in this process or the S3 server, use the real time.)"""
+    return time_machine.travel(time.time() - seconds)
 
 
 def sha(data: bytes) -> str:

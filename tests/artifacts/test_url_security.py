@@ -4,7 +4,6 @@ outsiders never get a URL."""
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 import httpx
@@ -12,7 +11,7 @@ import pytest
 
 from deeprepo_web.artifacts import services
 from deeprepo_web.runs.models import Artifact
-from tests.artifacts.conftest import get, put, sha, upload
+from tests.artifacts.conftest import get, made_earlier, put, sha, upload
 from tests.conftest import Api
 
 
@@ -40,8 +39,8 @@ def test_s3_refuses_tampered_and_expired_get(api: Any, run_id: str, s3_store: An
     url = services.artifact_download_url(artifact=artifact, ttl=60)
     assert httpx.get(url).content == data
     assert httpx.get(_tamper_signature(url)).status_code == 403
-    short = services.artifact_download_url(artifact=artifact, ttl=1)
-    time.sleep(2.2)
+    with made_earlier():
+        short = services.artifact_download_url(artifact=artifact, ttl=1)
     expired = httpx.get(short)
     assert expired.status_code in (400, 403) and b"AccessDenied" in expired.content
     assert data not in expired.content
@@ -57,15 +56,15 @@ def test_filesystem_refuses_tampered_and_expired_urls(api: Any, run_id: str, fs_
     head, sig = url.rstrip("/").rsplit(":", 1)
     tampered = f"{head}:{'A' if sig[0] != 'A' else 'B'}{sig[1:]}/"
     assert get(api.client, tampered)[0] == 403
-    short = services.artifact_download_url(artifact=artifact, ttl=1)
-    time.sleep(2.2)
+    with made_earlier():
+        short = services.artifact_download_url(artifact=artifact, ttl=1)
     status, body = get(api.client, short)
     assert status == 403 and body == b"Download link expired."
 
     settings.DEEPREPO_ARTIFACT_URL_TTL = 1
-    res = api.post(f"/runs/{run_id}/artifacts", {"name": "late.bin", "size": 3, "sha256": sha(b"abc")})
+    with made_earlier():
+        res = api.post(f"/runs/{run_id}/artifacts", {"name": "late.bin", "size": 3, "sha256": sha(b"abc")})
     put_url = res.json()["upload"]["url"]
-    time.sleep(2.2)
     status, text = put(api.client, put_url, b"abc")
     assert status == 403 and "expired" in text
 

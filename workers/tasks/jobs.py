@@ -6,6 +6,7 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
+import workers.presence  # noqa: F401  (the worker's queue heartbeat: signal handlers)
 from workers.backends import BackendError
 from workers.celery import app
 

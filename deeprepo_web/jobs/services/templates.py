@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from django.core.validators import slug_re
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from deeprepo_web.accounts.models import Project
@@ -22,7 +21,8 @@ TEMPLATE_RESOURCES = ("partition", "nodes", "gpus", "time_limit")
 
 
 def builtin_templates_ensure() -> None:
-    """Create or refresh the built-in templates (cheap when they are current)."""
+    """Create or refresh the built-in templates (cheap when they are current). Run after every
+    `migrate` (`jobs.signals`), so an upgrade brings new and changed built-ins."""
     existing = {t.slug: t for t in JobTemplate.objects.filter(project__isnull=True, builtin=True)}
     for spec in BUILTIN_TEMPLATES:
         fields = {
@@ -33,15 +33,16 @@ def builtin_templates_ensure() -> None:
         }
         current = existing.get(spec["slug"])
         if current is None:
-            with contextlib.suppress(Exception), transaction.atomic():  # a concurrent request made it
-                JobTemplate.objects.create(project=None, slug=spec["slug"], builtin=True, **fields)
+            try:
+                with transaction.atomic():
+                    JobTemplate.objects.create(project=None, slug=spec["slug"], builtin=True, **fields)
+            except IntegrityError:  # a concurrent migrate made it (the unique built-in slug)
+                pass
         elif any(getattr(current, k) != v for k, v in fields.items()):
             JobTemplate.objects.filter(pk=current.pk).update(**fields)
 
 
 def templates_for_project(project: Project) -> list[JobTemplate]:
-    if not JobTemplate.objects.filter(project__isnull=True, builtin=True).exists():
-        builtin_templates_ensure()
     order = {spec["slug"]: i for i, spec in enumerate(BUILTIN_TEMPLATES)}
     templates = JobTemplate.objects.filter(Q(project=project) | Q(project__isnull=True))
     # Built-ins in their curated order (the demo first), then the project's own by name.

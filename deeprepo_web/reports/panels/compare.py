@@ -10,11 +10,10 @@ from deeprepo_web.accounts.models import Project
 from deeprepo_web.compare import comparison as cmp
 from deeprepo_web.compare import pricing
 from deeprepo_web.compare.exports import comparison_markdown
-from deeprepo_web.compare.options import MIN_RUNS, CompareError, Options, letters
+from deeprepo_web.compare.options import MIN_RUNS, CompareError, letters
 from deeprepo_web.compare.query import comparison_for
 from deeprepo_web.compare.rundata import RunData, run_data
 from deeprepo_web.compare.views import PALETTE, comparison_context
-from deeprepo_web.labels.rates import label_rate_rows
 from deeprepo_web.reports.panels.base import (
     Field,
     PanelError,
@@ -99,8 +98,7 @@ def per_example_markdown(params: dict[str, Any], data: dict[str, Any]) -> str:
 def label_rates_compute(project: Project, params: dict[str, Any]) -> dict[str, Any]:
     data = _run_data(project, params)
     base = next((i for i, d in enumerate(data) if d.run.public_id == params.get("baseline")), 0)
-    options = Options()
-    rows = label_rate_rows(data, base, cmp._Boot(options.n_resamples, options.seed))
+    rows = cmp.label_rate_rows(data, base)
     runs = [{"id": d.run.public_id, "name": d.run.name, "letter": d.letter, "model": d.run.model, "kind": d.run.kind,
              "step": d.step, "color": PALETTE[i % len(PALETTE)], "base": i == base} for i, d in enumerate(data)]
     return {"runs": runs, "behaviour": [], "effects": [], "paired": 0,

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import re
 from typing import Any
 
-from deeprepo_web.runs.models import Run
+from deeprepo_web import storage
+from deeprepo_web.runs.models import BlobRef, Run
 from deeprepo_web.storage import blob_put
+
+log = logging.getLogger(__name__)
 
 # What a row keeps of a body that went to the blob store.
 PREVIEW_CHARS = 16 * 1024
@@ -88,3 +92,16 @@ def blob_refs_write(cur: Any, run: Run, refs: set[str]) -> None:
             "ON CONFLICT DO NOTHING",
             [run.pk, sorted(refs)],
         )
+
+def blobs_collect(shas: list[str]) -> int:
+    """Remove from the store the blobs no run refers to any more; call it after the transaction that
+    dropped the references committed (the sweep's clearing, a run's deletion)."""
+    used = set(BlobRef.objects.filter(sha__in=shas).values_list("sha", flat=True))
+    gone = 0
+    for sha in set(shas) - used:
+        try:
+            storage.backend().delete(storage.blob_key(sha))
+            gone += 1
+        except storage.StorageError as exc:  # an orphan wastes space but harms nobody
+            log.warning("blob %s kept: %s", sha, exc)
+    return gone

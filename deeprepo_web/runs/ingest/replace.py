@@ -2,10 +2,10 @@
 and replaces its turns and tool calls, so the rollout keeps its id (its URL, its marks, its place in
 search). Used where a rollout grows after it was first stored (OTLP traces whose spans come late).
 
-Turn-level marks follow their turn: a turn is known by its role and content, and the old and new
-turn lists are aligned (difflib): a turn found again keeps its mark wherever it now is; a turn rewritten
-(e.g. its output arrived late) passes its mark to the turn that took its place. Search documents of the old turns and calls go (the
-indexer picks up the new rows, which have new ids); the rollout's own document is refreshed here.
+A turn is known by its role and content, and the old and new turn lists are aligned (difflib): a
+turn found again maps to wherever it now is; a turn rewritten (e.g. its output arrived late) maps to
+the turn that took its place. `runs.signals.rollouts_rebuilt` hands that map to the features that keep
+rows about turns (labels move their marks, search drops the old turns' documents), in this transaction.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from deeprepo_web.runs.ingest.rollouts import (
     rollouts_ingest,
 )
 from deeprepo_web.runs.models import Run
-from deeprepo_web.search.texts import BODIES, fts
+from deeprepo_web.runs.signals import rollouts_rebuilt
 
 # _rollout_row's columns after uid, example_id (run_id and created_at are not rewritten).
 _UPDATED = ("step", "sample_index", "reward", "reward_components", "advantage", "num_turns", "input_tokens",
@@ -64,41 +64,10 @@ def _index_map(before: list[str], after: list[str]) -> dict[int, int]:
     return out
 
 
-def _marks_follow(cur: Any, old: dict[int, list[str]], new: dict[int, list[str]]) -> None:
-    """Turn marks follow their turn to its new index. Marks of one label meeting on one turn are
-    kept once (the first); a mark whose turn went with nothing in its place keeps its index."""
-    cur.execute("SELECT id, rollout_id, label_id, turn_index FROM labels_mark "
-                "WHERE rollout_id = ANY(%s) AND turn_index IS NOT NULL ORDER BY id", [list(old)])
-    marks = cur.fetchall()
-    maps = {rid: _index_map(old.get(rid, []), new.get(rid, [])) for rid in {m[1] for m in marks}}
-    target = {m[0]: maps[m[1]].get(m[3], m[3]) for m in marks}
-    moving = [m for m in marks if target[m[0]] != m[3]]
-    if not moving:
-        return
-    taken = {(m[1], m[2], m[3]) for m in marks if target[m[0]] == m[3]}
-    # Out of the way first (-id is free): moving a mark onto an index another mark is leaving would
-    # break the unique (label, rollout, turn_index) for a moment.
-    cur.execute("UPDATE labels_mark SET turn_index = -id WHERE id = ANY(%s)", [[m[0] for m in moving]])
-    for mark_id, rid, label_id, _index in moving:
-        key = (rid, label_id, target[mark_id])
-        if key in taken:
-            cur.execute("DELETE FROM labels_mark WHERE id = %s", [mark_id])
-        else:
-            taken.add(key)
-            cur.execute("UPDATE labels_mark SET turn_index = %s WHERE id = %s", [target[mark_id], mark_id])
-
-
 def _rows_update(cur: Any, rows: list[tuple[Any, ...]], ids: list[int]) -> None:
     sets = ", ".join(f"{c} = %s::jsonb" if c in _JSONB else f"{c} = %s" for c in ("example_id", *_UPDATED))
     for rid, row in zip(ids, rows, strict=True):
         cur.execute(f"UPDATE runs_rollout SET {sets} WHERE id = %s", [*row[1:2 + len(_UPDATED)], rid])
-
-
-def _search_refresh(cur: Any, ids: list[int]) -> None:
-    cur.execute("DELETE FROM search_doc WHERE rollout_id = ANY(%s) AND src IN ('turn', 'call')", [ids])
-    body = BODIES["rollout"].format(a="r")
-    cur.execute(f"UPDATE search_doc d SET body = {body}, tsv = {fts(body)} FROM runs_rollout r "
-                "WHERE d.src = 'rollout' AND d.obj = r.id AND r.id = ANY(%s)", [ids])
 
 
 def rollouts_replace(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
@@ -128,6 +97,7 @@ def rollouts_replace(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
             refs: set[str] = set()
             _turns_write(cur, kept, refs)
             blob_refs_write(cur, run, refs)
-            _marks_follow(cur, before, _prints(cur, ids))
-            _search_refresh(cur, ids)
+            after = _prints(cur, ids)
+            rollouts_rebuilt.send(sender=Run, rollout_ids=ids,
+                                  turn_moves=lambda rid: _index_map(before.get(rid, []), after.get(rid, [])))
         return len(kept) + rollouts_ingest(run=run, rollouts=new)

@@ -1,4 +1,7 @@
-"""The HTTP API (/api/v1): one NinjaAPI with its body parser and error handlers, and a router per feature."""
+"""The HTTP API (/api/v1): one NinjaAPI with its body parser and error handlers, and a router per feature.
+
+It sits above every feature (it mounts their routers), apart from `api/` (auth, errors, field types),
+which those routers import: features import `api`, only this module imports their routers."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from deeprepo_web.importers.api import router as imports_router
 from deeprepo_web.runs.api import router as runs_router
 from deeprepo_web.runs.services import IngestError
 from deeprepo_web.search.api import router as search_router
+from deeprepo_web.trajectories.api import rollout_reads_add
 
 
 class JsonParser(Parser):
@@ -58,6 +62,7 @@ _handle(ArtifactError, lambda exc: exc.status)
 _handle(storage.StorageUnavailable, 503, lambda exc: f"artifact store unavailable, try again later: {exc}")
 _handle(storage.StorageError, 502)
 
+rollout_reads_add(runs_router)
 api.add_router("/v1", runs_router)
 api.add_router("/v1", imports_router)
 api.add_router("/v1", artifacts_router)
