@@ -108,10 +108,10 @@ def test_launch_form_shows_only_the_chosen_clusters_resources(
         return {el.get_attribute("name") for el in page.locator("#launch-resources [name]").all() if el.is_visible()}
 
     page.select_option("select[name=cluster]", label="this machine (local)")
-    assert shown() == set()
-    assert page.locator("text=takes no resource options").is_visible()
+    assert shown() == {"res_gpus"}  # CUDA_VISIBLE_DEVICES, checked against this machine's GPUs
     page.select_option("select[name=cluster]", label="hpc (slurm)")
-    assert shown() == {"res_partition", "res_gpus", "res_cpus", "res_mem", "res_time_limit", "res_account"}
+    assert shown() == {"res_partition", "res_nodes", "res_gpus", "res_cpus", "res_mem", "res_time_limit",
+                       "res_account"}
     page.screenshot(path=f"{screenshot_dir}/launch-slurm.png", full_page=True)
     page.select_option("select[name=cluster]", label="ray-head (ray)")
     assert shown() == {"res_cpus", "res_gpus", "res_ray_resources"}
@@ -130,12 +130,12 @@ def test_a_hidden_resource_is_dropped_not_an_error(team: Any, tmp_path: Path) ->
     slurm = cluster_save(project=team.project, name="hpc", kind="slurm", settings_in={})
     template = template_get(project=team.project, slug="demo-grpo")
     # Typed while Slurm was chosen, then the user picked this machine: those fields were hidden.
-    typed = {"cluster": str(local.pk), "res_partition": "gpu", "res_gpus": "-1", "param_steps": "3"}
+    typed = {"cluster": str(local.pk), "res_partition": "gpu", "res_nodes": "-1", "param_steps": "3"}
     form = LaunchForm(typed, template=template, clusters=[local, slurm])
     assert form.is_valid(), form.errors
     assert all(v is None for v in form.resources().values())
     form = LaunchForm({**typed, "cluster": str(slurm.pk)}, template=template, clusters=[local, slurm])
-    assert not form.is_valid() and "res_gpus" in form.errors  # shown for Slurm: still checked
-    form = LaunchForm({**typed, "res_gpus": "1", "cluster": str(slurm.pk)}, template=template,
+    assert not form.is_valid() and "res_nodes" in form.errors  # shown for Slurm: still checked
+    form = LaunchForm({**typed, "res_nodes": "1", "cluster": str(slurm.pk)}, template=template,
                       clusters=[local, slurm])
     assert form.is_valid() and form.resources()["partition"] == "gpu"
