@@ -60,7 +60,7 @@ def test_live_run_page_runs_table_and_logs_tab(browser_page: Any, live_server: A
         raise
     expect(page.locator("#run-logs")).to_be_attached()
     page.reload()
-    expect(page.locator("h1 .status")).to_have_text("finished")
+    expect(page.locator(".run-head .status")).to_have_text("finished")
     expect(page.locator(".run-alert")).to_contain_text("reward <b>dropped</b>")  # escaped, shown as typed
     page.screenshot(path=os.path.join(screenshot_dir, "wandb-run-logs-finished.png"), full_page=True)
     assert Run.objects.get(pk=run.pk).status == "finished"
