@@ -78,35 +78,8 @@ def main() -> int:
 
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []
     started = datetime.now(UTC).isoformat()
-
-    def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        # Its own session: Ctrl-C reaches only this launcher, which stops each of the others once
-        # (a worker given the terminal's SIGINT and then our SIGTERM logged a cold shutdown).
-        proc = subprocess.Popen(argv, cwd=ROOT, env=env or os.environ.copy(), start_new_session=True)
-        procs.append((name, proc))
-        return proc
-
-    # --quiet: no banner. Celery warns at length when run as root (containers): not for this log.
-    quiet = "ignore:You're running the worker with superuser privileges"
-    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), quiet]))
-    celery = [py, "-m", "celery", "-A", "workers.celery", "--quiet"]
-    # Warnings only: beat fires sync_jobs every 2 s, and every job transition is on its page anyway.
-    spawn("worker", [*celery, "worker", "-l", "warning", "-c", "4", "-n", "deeprepo@%h"])
-    spawn("beat", [*celery, "beat", "-l", "warning", "-s", str(data_dir / "celerybeat-schedule")])
-    web = spawn("web", [py, "-m", "gunicorn", "deeprepo_web.wsgi", "-b", f"{host}:{port}", "-w", "4",
-                        "--threads", "1", "--preload", "--access-logfile", "-", "--timeout", "120"])
-    if _wait_http(f"{site}/login/", web):
-        # The login only once it works: printed earlier, it was tried against a server not up yet.
-        print(boot.stdout, end="", flush=True)
-        _say(f"web app on {site}/  (log in with the demo login above)")
-        # A real job on the local cluster: dispatched by the worker, followed by beat, with a log
-        # tail, a run and a cancel button on its page.
-        demo = subprocess.run([*manage, "launch_demo", "--url", site], cwd=ROOT, capture_output=True, text=True)
-        print(demo.stdout + demo.stderr, end="", flush=True)
-    else:
-        _say("the web app did not come up; see its log above")
-    _say("Ctrl-C stops everything")
-
+    # Ctrl-C from here on stops everything in order, also while the web app is still starting or the
+    # demo is being launched (a KeyboardInterrupt there left Postgres and the parts running).
     stopping = False
 
     def stop(*_: Any) -> None:
@@ -115,7 +88,38 @@ def main() -> int:
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+
+    def spawn(name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        # Its own session: Ctrl-C reaches only this launcher, which stops each of the others once
+        # (a worker given the terminal's SIGINT and then our SIGTERM logged a cold shutdown).
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env or os.environ.copy(), start_new_session=True)
+        procs.append((name, proc))
+        return proc
+
     try:
+        # --quiet: no banner. Celery warns at length when run as root (containers): not for this log.
+        quiet = "ignore:You're running the worker with superuser privileges"
+        os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), quiet]))
+        celery = [py, "-m", "celery", "-A", "workers.celery", "--quiet"]
+        # Warnings only: beat fires sync_jobs every 2 s, and every job transition is on its page anyway.
+        spawn("worker", [*celery, "worker", "-l", "warning", "-c", "4", "-n", "deeprepo@%h"])
+        spawn("beat", [*celery, "beat", "-l", "warning", "-s", str(data_dir / "celerybeat-schedule")])
+        web = spawn("web", [py, "-m", "gunicorn", "deeprepo_web.wsgi", "-b", f"{host}:{port}", "-w", "4",
+                            "--threads", "1", "--preload", "--access-logfile", "-", "--timeout", "120"])
+        if not stopping and _wait_http(f"{site}/login/", web):
+            # The login only once it works: printed earlier, it was tried against a server not up yet.
+            print(boot.stdout, end="", flush=True)
+            _say(f"web app on {site}/  (log in with the demo login above)")
+            # A real job on the local cluster: dispatched by the worker, followed by beat, with a log
+            # tail, a run and a cancel button on its page.
+            if not stopping:
+                demo = subprocess.run([*manage, "launch_demo", "--url", site], cwd=ROOT, capture_output=True,
+                                      text=True)
+                print(demo.stdout + demo.stderr, end="", flush=True)
+        elif not stopping:
+            _say("the web app did not come up; see its log above")
+        _say("Ctrl-C stops everything")
+
         while not stopping:
             for name, proc in procs:
                 if proc.poll() is not None:
