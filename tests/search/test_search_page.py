@@ -109,3 +109,14 @@ def test_page_says_when_new_text_is_not_indexed_yet(client, team, corpus):
     assert "still being indexed" in client.get(_url(q="x")).content.decode()
     search_index_update()
     assert "still being indexed" not in client.get(_url(q="fresh")).content.decode()
+
+
+def test_intro_says_where_it_searches(client, team, corpus):
+    """The page with no query explains itself: the project's Search page searches every run, a run's
+    Search tab only that run."""
+    client.force_login(team.viewer)
+    html = client.get(reverse("search", args=["demo"])).content.decode()
+    assert "across every run of the project" in html and "in this run" not in html
+    html = client.get(_url(run=corpus.run.public_id)).content.decode()
+    assert "prompts — in this run." in html
+    assert "across every run" not in html
