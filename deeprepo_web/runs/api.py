@@ -128,10 +128,20 @@ def _refusal_noted(request: HttpRequest, run: Run, kind: str) -> Iterator[None]:
         raise
 
 
+def _open_for_ingest(run: Run) -> None:
+    """A run the worker is about to delete takes no more data: what came now would go with it, or
+    be written while the deletion runs. Refused before anything is read or noted on the run."""
+    if run.deletion_requested_at is not None:
+        raise HttpError(409, f"run {run.public_id}: it is being deleted (asked "
+                             f"{run.deletion_requested_at:%Y-%m-%d %H:%M} UTC); nothing was stored. "
+                             "Log to a new run.")
+
+
 @router.post("/runs/{run_id}/metrics", auth=ingest_auth, response=schemas.MetricsIngestOut, openapi_extra=_METRICS_DOC,
              exclude_defaults=True)  # "refused" only when a key was
 def metrics_ingest(request: HttpRequest, run_id: str) -> dict[str, Any]:
     run = run_for(request, run_id, write=True)
+    _open_for_ingest(run)
     with _refusal_noted(request, run, "metrics"):
         points = _batch(request, schemas.metric_batch, "points")
         stored, refused = metrics_ingest_good(run=run, points=points)
@@ -145,6 +155,7 @@ def metrics_ingest(request: HttpRequest, run_id: str) -> dict[str, Any]:
              openapi_extra=_ROLLOUTS_DOC)
 def rollouts_ingest(request: HttpRequest, run_id: str) -> dict[str, int]:
     run = run_for(request, run_id, write=True)
+    _open_for_ingest(run)
     with _refusal_noted(request, run, "rollouts"):
         rollouts = _batch(request, schemas.rollout_batch, "rollouts")
         stored = store_rollouts(run=run, rollouts=rollouts, body=request.body)

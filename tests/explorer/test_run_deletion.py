@@ -122,3 +122,26 @@ def test_the_runs_table_says_deleting_while_the_worker_has_not_started(client, t
     assert 'status-deleting">deleting<' in client.get("/p/demo/").content.decode()
     page = client.get(f"/p/demo/runs/{run.public_id}/").content.decode()
     assert 'id="run-deleting"' in page and 'id="delete-run"' not in page
+
+
+def test_ingest_into_a_run_being_deleted_is_refused_and_stores_nothing(api, team, client, settings):
+    settings.DEEPREPO_RUN_DELETE_INLINE_ROLLOUTS = 2
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # the worker has not started: the run waits, marked
+    run = _full_run(team)
+    client.force_login(team.editor)
+    client.post(f"/p/demo/runs/{run.public_id}/delete/")
+    run.refresh_from_db()
+    assert run.deletion_requested_at is not None
+    before = (Rollout.objects.filter(run=run).count(), dict(run.summary))
+
+    res = api.post(f"/runs/{run.public_id}/metrics", [{"step": 9, "values": {"reward": 0.9}}])
+    assert res.status_code == 409, res.content
+    assert "is being deleted" in res.json()["error"] and "nothing was stored" in res.json()["error"]
+    res = api.post(f"/runs/{run.public_id}/rollouts", [rollout("ex-late", uid="late-1")])
+    assert res.status_code == 409, res.content
+    assert "is being deleted" in res.json()["error"]
+
+    run.refresh_from_db()
+    assert (Rollout.objects.filter(run=run).count(), dict(run.summary)) == before
+    assert not Rollout.objects.filter(uid="late-1").exists()
+    assert run.series.get(key="reward").last_step == 4  # step 9 was not stored
