@@ -52,6 +52,27 @@ def test_compare_curves_of_training_runs(browser_page: Any, live_server: Any, te
     assert page.watched.errors == []
 
 
+def test_compare_curves_of_a_flat_line_get_a_small_range(browser_page: Any, live_server: Any, team: Any,
+                                                          screenshot_dir: str) -> None:
+    """Two runs whose loss/kl is 0 at every step: the y-axis hugs 0 (as the run charts do), not 0–100."""
+    from deeprepo_web.runs.ingest.metrics import metrics_ingest
+    from deeprepo_web.runs.services import run_create
+
+    runs = []
+    for name in ("GRPO flat a", "GRPO flat b"):
+        run, _ = run_create(project=team.project, name=name, kind="train")
+        metrics_ingest(run=run, points=[{"step": i, "values": {"loss/kl": 0.0}} for i in range(8)])
+        runs.append(run)
+    page = browser_page(team.viewer)
+    page.goto(f"{live_server.url}/p/demo/compare/?runs={runs[0].public_id},{runs[1].public_id}")
+    page.wait_for_selector("#curve-chart .uplot")
+    page.locator("#curve-chart").screenshot(path=os.path.join(screenshot_dir, "compare-curve-flat.png"))
+    low, high = page.evaluate("() => { const s = document.getElementById('curve-chart')._plot.scales.y;"
+                              " return [s.min, s.max]; }")
+    assert low < 0 < high and high - low <= 2, (low, high)
+    assert page.watched.errors == []
+
+
 def test_checkpoint_progression_in_browser(browser_page: Any, live_server: Any, team: Any,
                                            screenshot_dir: str) -> None:
     s = seed_002(team.project)

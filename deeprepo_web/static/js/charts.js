@@ -172,16 +172,8 @@
     return y;
   }
 
-  // uPlot draws a constant series of zeros on a 0–100 axis, which reads as "something near 0 of
-  // 100": a flat line gets a small range around its value instead; others keep uPlot's own.
-  function flatSafeRange(u, lo, hi) {
-    if (lo == null || hi == null || !isFinite(lo) || !isFinite(hi)) return [lo, hi];
-    if (lo === hi) {
-      var pad = Math.abs(lo) * 0.1 || 1;
-      return [lo - pad, hi + pad];
-    }
-    return uPlot.rangeNum(lo, hi, 0.1, true);
-  }
+  // A flat line gets a small range, not 0–100 (chart-range.js: compare's curves share the rule).
+  function flatSafeRange(u, lo, hi) { return window.deeprepoFlatSafeRange(u, lo, hi); }
 
   function clipRange(data) {
     var all = [];

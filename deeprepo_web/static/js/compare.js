@@ -139,8 +139,11 @@
       var p = document.createElement("p"); p.className = "muted";
       p.textContent = "No run logged “" + key + "”."; el.appendChild(p); return;
     }
-    curvePlot = new uPlot({ width: cssWidth(el, 560), height: 230, series: series, scales: { x: { time: false } },
+    // A flat line gets a small y-range, not 0–100: the run charts' rule (chart-range.js).
+    curvePlot = new uPlot({ width: cssWidth(el, 560), height: 230, series: series,
+                            scales: { x: { time: false }, y: { range: window.deeprepoFlatSafeRange } },
                             axes: [{ label: "step", incrs: STEP_INCRS }, {}] }, cols, el);
+    el._plot = curvePlot;  // tests read its scales
     el.dataset.drawn = String(cols.length - 1);  // how many runs the chart shows (tests read it)
   }
 
