@@ -9,7 +9,7 @@ a 20-panel report, published (its frozen data read back) and as a live draft (ev
 Targets: p95 <= 200 ms for every page at 1M rollouts; series <= 50 ms; the published report <= 500 ms.
 Last line: one JSON object with the numbers.
 
-    python bench/pages.py [--sizes 10000,100000,1000000] [--requests 20] [--reuse]
+    python bench/pages.py [--sizes 10000,100000,1000000] [--requests 20] [--reuse] [--db-prefix P] [--only report,run_page]
 """
 
 from __future__ import annotations
@@ -207,6 +207,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--reuse", action="store_true", help="keep an already seeded bench database of that size")
     parser.add_argument("--db-prefix", default="bench_pages", help="scratch databases are <prefix>_<size>")
+    parser.add_argument("--only", default="", help="time only the pages whose names contain one of these "
+                                                   "comma-separated words, e.g. report,run_page")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     result: dict[str, Any] = {"requests_per_page": args.requests, "sizes": {}, "seed_seconds": {}}
@@ -220,7 +222,10 @@ def main() -> None:
         with web_server(url, workers=1, threads=1) as site, httpx.Client(base_url=site, timeout=60,
                                                                           follow_redirects=False) as client:
             login(client)
+            only = [w.strip() for w in args.only.split(",") if w.strip()]
             for name, (path, headers) in pages(t).items():
+                if only and not any(w in name for w in only):
+                    continue
                 m = measure(client, path, args.requests, headers)
                 if m is not None:
                     figures[name] = m

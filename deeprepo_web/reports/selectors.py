@@ -12,7 +12,7 @@ from django.utils.safestring import SafeString
 
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.reports.models import Block, Report, ReportVersion
-from deeprepo_web.reports.panels import KINDS, TEXT, panel_data
+from deeprepo_web.reports.panels import KINDS, TEXT, panels_data
 from deeprepo_web.reports.panels.base import PanelKind
 from deeprepo_web.reports.reading import reader_html
 from deeprepo_web.reports.services import MAX_BLOCKS
@@ -56,24 +56,24 @@ def reports_for_project(*, project: Project) -> QuerySet[Report]:
 
 def draft_items(*, report: Report) -> list[Item]:
     """The draft's blocks with live data."""
-    blocks = Block.objects.filter(report=report).select_related("updated_by").order_by("position")[:MAX_BLOCKS]
-    return [Item(b.uid, b.kind, b.text, b.params, None if b.kind == TEXT else panel_data(report.project, b.kind, b.params),
+    blocks = list(Block.objects.filter(report=report).select_related("updated_by").order_by("position")[:MAX_BLOCKS])
+    live = iter(panels_data(report.project, [(b.kind, b.params) for b in blocks if b.kind != TEXT]))
+    return [Item(b.uid, b.kind, b.text, b.params, None if b.kind == TEXT else next(live),
                  b.version, b.updated_by.username if b.updated_by else "", b.updated_at) for b in blocks]
 
 
 def version_items(*, version: ReportVersion, project: Project, reader_host: str | None = None) -> list[Item]:
     """A version's blocks: a published one with its stored data (never recomputed), others live.
     `reader_host` (the request's host) for a share link's reader, who cannot open project pages."""
-    out = []
-    for s in version.blocks[:MAX_BLOCKS]:
-        data = None
-        if s["kind"] != TEXT:
-            if version.frozen is not None:
-                data = version.frozen.get(s["uid"]) or {"error": "no data was stored for this panel"}
-            else:
-                data = panel_data(project, s["kind"], s["params"])
-        out.append(Item(s["uid"], s["kind"], s["text"], s["params"], data, reader_host=reader_host))
-    return out
+    blocks = version.blocks[:MAX_BLOCKS]
+    panels = [s for s in blocks if s["kind"] != TEXT]
+    if version.frozen is not None:
+        data = [version.frozen.get(s["uid"]) or {"error": "no data was stored for this panel"} for s in panels]
+    else:
+        data = panels_data(project, [(s["kind"], s["params"]) for s in panels])
+    live = iter(data)
+    return [Item(s["uid"], s["kind"], s["text"], s["params"], None if s["kind"] == TEXT else next(live),
+                 reader_host=reader_host) for s in blocks]
 
 
 def versions_page(*, report: Report) -> QuerySet[ReportVersion]:

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.reports.models import Block, Report, ReportVersion
-from deeprepo_web.reports.panels import KINDS, TEXT, PanelError, panel_data
+from deeprepo_web.reports.panels import KINDS, TEXT, PanelError, panel_compute
 from deeprepo_web.text import clean_deep, clean_text
 
 MAX_BLOCKS = 100
@@ -167,7 +167,7 @@ def report_publish(*, report: Report, user: Any) -> ReportVersion:
     with transaction.atomic():
         report = _locked(report)
         blocks = list(report.blocks.order_by("position"))
-        frozen = {b.uid: panel_data(report.project, b.kind, b.params, fresh=True) for b in blocks if b.kind != TEXT}
+        frozen = {b.uid: panel_compute(report.project, b.kind, b.params) for b in blocks if b.kind != TEXT}
         version = _snapshot(report, user, "published")
         version.frozen, version.as_of = frozen, timezone.now()
         version.save(update_fields=["frozen", "as_of"])

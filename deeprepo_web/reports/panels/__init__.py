@@ -1,53 +1,81 @@
-"""Every panel kind a report can hold, by name (`KINDS`), and `panel_data`: a panel's data, or what
-went wrong, as the page shows it."""
+"""Every panel kind a report can hold, by name (`KINDS`); `panels_data`: a page's panels' live data
+(cached under their runs' stamp), or what went wrong, as the page shows it; `panel_compute`: one
+panel's data computed now (what a publish freezes)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.cache import cache
 
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.reports.panels import compare, evals, rollouts, training
-from deeprepo_web.reports.panels.base import PanelError, PanelGone, PanelKind, data_stamp, id_list
+from deeprepo_web.reports.panels.base import (
+    PanelError,
+    PanelGone,
+    PanelKind,
+    id_list,
+    project_stamp,
+    run_stamps,
+)
 
 KINDS: dict[str, PanelKind] = {k.kind: k for mod in (compare, evals, training, rollouts) for k in mod.KINDS}
 TEXT = "text"
-LIVE_TTL = 60
+# A draft's panel is recomputed as soon as its runs' stamp moves (new rollouts, points or marks, an
+# edited run); the TTL bounds what the stamp does not see (a renamed label, an edited price).
+LIVE_TTL = 300
 
 
-def panel_data(project: Project, kind: str, params: dict[str, Any], *, fresh: bool = False) -> dict[str, Any]:
-    """The panel's live data; {"gone": why} or {"error": why} instead of raising, so one panel's
-    trouble never breaks the report.
+def panels_data(project: Project, panels: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each (kind, params) panel's live data, in order; {"gone": why} or {"error": why} instead of
+    raising, so one panel's trouble never breaks the report.
 
-    A draft's panels are kept in the cache under a stamp of their runs (newest rollout, metric
-    points, marks) for at most LIVE_TTL seconds: new data shows at once, and reopening a draft
-    whose runs did not move recomputes nothing. Publishing asks for `fresh` data.
+    The panels are kept in the cache under a stamp of their runs: one query stamps every run the
+    page names, one cache read finds the panels whose runs did not move, and only the others are
+    computed. New data shows at once; reopening a draft whose runs did not move computes nothing.
     """
+    runs = run_stamps(project, [i for _, params in panels for i in _run_ids(params)])
+    whole: list[Any] | None = None
+    keys = []
+    for kind, params in panels:
+        ids = sorted(set(_run_ids(params)))
+        if ids:
+            stamp: Any = [[i, runs.get(i)] for i in ids]
+        else:
+            whole = project_stamp() if whole is None else whole
+            stamp = whole
+        raw = json.dumps([project.pk, kind, params, stamp], sort_keys=True, default=str)
+        keys.append("report-panel:" + hashlib.sha256(raw.encode()).hexdigest())
+    found = cache.get_many(keys)
+    out, fresh = [], {}
+    for (kind, params), key in zip(panels, keys, strict=True):
+        data = found.get(key)
+        if data is None:
+            data = fresh[key] = panel_compute(project, kind, params)
+        out.append(dict(data))
+    if fresh:
+        cache.set_many(fresh, LIVE_TTL)
+    return out
+
+
+def panel_compute(project: Project, kind: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The panel's data computed now (what a publish freezes); errors as data, like panels_data."""
     panel = KINDS.get(kind)
     if panel is None:
         return {"error": f"unknown panel kind {kind[:40]!r}"}
-    key = None if fresh else _cache_key(project, kind, params)
-    if key is not None:
-        hit = cache.get(key)
-        if hit is not None:
-            return dict(hit)
     try:
-        data = panel.compute(project, params)
+        return panel.compute(project, params)
     except PanelGone as exc:
-        data = {"gone": str(exc)}
+        return {"gone": str(exc)}
     except PanelError as exc:
-        data = {"error": str(exc)}
-    cache.set(key or _cache_key(project, kind, params), data, LIVE_TTL)
-    return data
+        return {"error": str(exc)}
 
 
-def _cache_key(project: Project, kind: str, params: dict[str, Any]) -> str:
-    stamp = data_stamp(project, id_list(params.get("runs")) + id_list(params.get("run")))
-    raw = json.dumps([project.pk, kind, params, stamp], sort_keys=True, default=str)
-    return "report-panel:" + hashlib.sha256(raw.encode()).hexdigest()
+def _run_ids(params: dict[str, Any]) -> list[str]:
+    return id_list(params.get("runs")) + id_list(params.get("run"))
 
 
-__all__ = ["KINDS", "TEXT", "PanelError", "PanelGone", "panel_data"]
+__all__ = ["KINDS", "TEXT", "PanelError", "PanelGone", "panel_compute", "panels_data"]
