@@ -5,8 +5,11 @@ For each size: a scratch database seeded by `manage.py seed_scale` (COPY), a rea
 of the wall time of each request over loopback. Pages: runs explorer (default, text filter,
 sorted by a metric, grouped by config), run page, its live poll, GRPO health JSON, series endpoint on a
 1,000,000-point series at 1,000 buckets, and the rollouts list / trajectory when those pages exist;
-a 20-panel report, published (its frozen data read back) and as a live draft (every panel computed).
-Targets: p95 <= 200 ms for every page at 1M rollouts; series <= 50 ms; the published report <= 500 ms.
+a 20-panel report, published (its frozen data read back) and as a live draft: warm (its panels' runs did
+not move: read from the cache) and cold (every run just touched: the page computes nothing it does not
+hold and leaves those panels "computing"; each then asks for itself, as a browser does — their times
+are reported beside the page's, sequential sum and slowest).
+Targets: p95 <= 200 ms for every page at 1M rollouts; series <= 50 ms; a 20-panel report <= 500 ms.
 Last line: one JSON object with the numbers.
 
     python bench/pages.py [--sizes 10000,100000,1000000] [--requests 20] [--reuse] [--db-prefix P] [--only report,run_page]
@@ -74,6 +77,59 @@ def report_case(url: str) -> str:
     found = re.search(r"REPORT (\w+) (\d+)", out)
     assert found and int(found.group(2)) == 20, out[-500:]
     return found.group(1)
+
+
+PENDING = re.compile(r'hx-get="([^"]+/panel/)" hx-trigger="load"')
+
+
+def load_pending(client: httpx.Client, path: str) -> tuple[int, list[float]]:
+    """The draft's page, then each panel it left "computing" (as a browser's htmx does): how many, and
+    each one's time in ms."""
+    html = client.get(path).text
+    times = []
+    for url in PENDING.findall(html):
+        start = time.perf_counter()
+        res = client.get(url)
+        times.append((time.perf_counter() - start) * 1000)
+        assert res.status_code == 200, f"{url}: HTTP {res.status_code}"
+    return len(times), times
+
+
+def report_runs(url: str, report: str) -> list[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT b.params FROM reports_block b JOIN reports_report r ON r.id = b.report_id "
+                            "WHERE r.public_id = %s", [report]).fetchall()
+    ids: set[str] = set()
+    for (params,) in rows:
+        ids.update(params.get("runs") or [])
+        ids.update([params["run"]] if params.get("run") else [])
+    return sorted(ids)
+
+
+def draft_cold(client: httpx.Client, path: str, url: str, report: str, n: int) -> dict[str, Any]:
+    """Every run of the report touched (its panels' stamps move), then the page and its panels."""
+    runs = report_runs(url, report)
+    pages, sums, slowest = [], [], []
+    for _ in range(n):
+        with psycopg.connect(url) as conn:
+            conn.execute("UPDATE runs_run SET updated_at = now() WHERE public_id = ANY(%s)", [runs])
+        start = time.perf_counter()
+        res = client.get(path)
+        pages.append((time.perf_counter() - start) * 1000)
+        assert res.status_code == 200
+        found = PENDING.findall(res.text)
+        times = []
+        for panel in found:
+            t0 = time.perf_counter()
+            assert client.get(panel).status_code == 200
+            times.append((time.perf_counter() - t0) * 1000)
+        sums.append(sum(times))
+        slowest.append(max(times, default=0.0))
+    pages.sort()
+    return {"p50_ms": round(statistics.median(pages), 1),
+            "p95_ms": round(pages[min(len(pages) - 1, int(round(0.95 * (len(pages) - 1))))], 1),
+            "panels_left_to_load": len(found), "panels_sum_p50_ms": round(statistics.median(sums), 1),
+            "slowest_panel_p50_ms": round(statistics.median(slowest), 1), "bytes": len(res.content)}
 
 
 def db_url(name: str) -> str:
@@ -226,17 +282,29 @@ def main() -> None:
             for name, (path, headers) in pages(t).items():
                 if only and not any(w in name for w in only):
                     continue
+                if name == "report_20_panels_live_draft":
+                    load_pending(client, path)  # computed once, as an open page's panels would be
                 m = measure(client, path, args.requests, headers)
+                if m is not None and name == "report_20_panels_live_draft":
+                    m["panels_left_to_load"] = load_pending(client, path)[0]  # 0: the warm page held all
                 if m is not None:
                     figures[name] = m
                     print(f"{size:>8} {name:<32} p50 {m['p50_ms']:7.1f} ms  p95 {m['p95_ms']:7.1f} ms", flush=True)
+            if t.get("report") and (not only or any(w in "report_20_panels_live_draft_cold" for w in only)):
+                name = "report_20_panels_live_draft_cold"
+                m = figures[name] = draft_cold(client, f"/p/{SLUG}/reports/{t['report']}/", url, t["report"],
+                                               max(3, args.requests // 4))
+                print(f"{size:>8} {name:<32} p50 {m['p50_ms']:7.1f} ms  p95 {m['p95_ms']:7.1f} ms  then "
+                      f"{m['panels_left_to_load']} panels: sum {m['panels_sum_p50_ms']:.0f} ms, slowest "
+                      f"{m['slowest_panel_p50_ms']:.0f} ms", flush=True)
         result["sizes"][str(size)] = figures
     top = result["sizes"].get(str(max(sizes)), {})
     worst = max((v["p95_ms"] for k, v in top.items() if not k.startswith(("series", "report"))), default=None)
     report = top.get("report_20_panels_published", {}).get("p95_ms")
     result["report_published_p95_ms"] = report
-    result["report_draft_p95_ms"] = top.get("report_20_panels_live_draft", {}).get("p95_ms")
-    result["report_target_met"] = report is not None and report <= TARGET_REPORT_MS
+    draft = result["report_draft_p95_ms"] = top.get("report_20_panels_live_draft", {}).get("p95_ms")
+    cold = result["report_draft_cold_p95_ms"] = top.get("report_20_panels_live_draft_cold", {}).get("p95_ms")
+    result["report_target_met"] = all(v is not None and v <= TARGET_REPORT_MS for v in (report, draft, cold))
     series = top.get("series_1M_points_1000_buckets", {}).get("p95_ms")
     result["largest_size"] = max(sizes)
     result["worst_page_p95_ms"] = worst

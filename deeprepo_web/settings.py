@@ -262,6 +262,9 @@ DEEPREPO_SEARCH_INDEX_SECONDS = float(env_str("DEEPREPO_SEARCH_INDEX_SECONDS", "
 # A deletion asked for this long ago and not done lost its message or its worker: beat sends it again.
 DEEPREPO_RUN_DELETE_INLINE_ROLLOUTS = env_int("DEEPREPO_RUN_DELETE_INLINE_ROLLOUTS", 10_000)
 DEEPREPO_RUN_DELETE_STALE_SECONDS = float(env_str("DEEPREPO_RUN_DELETE_STALE_SECONDS", "900"))
+# A report draft's page computes the panels its cache does not hold within this many ms; the rest
+# load on their own (htmx), so the page never waits for a compare table's bootstraps over big runs.
+DEEPREPO_REPORT_INLINE_MS = env_int("DEEPREPO_REPORT_INLINE_MS", 0)
 CELERY_BEAT_SCHEDULE = {
     "sync-jobs": {
         "task": "deeprepo.jobs.sync",

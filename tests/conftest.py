@@ -80,6 +80,9 @@ def _fast_test_settings(settings: Any) -> None:
     # Per-key request limits are off unless a test turns them on (tests/api/test_rate_limit.py):
     # loads sent by other tests would otherwise share one Redis counter across the session.
     settings.DEEPREPO_RATE_REDIS_URL = ""
+    # A report draft's panels are computed within its page (tests/reports/test_reading_cost.py
+    # sets this to 0 to see them load on their own, as they do on a busy server).
+    settings.DEEPREPO_REPORT_INLINE_MS = 10**9
 
 
 @dataclass

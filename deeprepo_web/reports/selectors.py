@@ -54,12 +54,23 @@ def reports_for_project(*, project: Project) -> QuerySet[Report]:
             .order_by("-updated_at")[:500])
 
 
-def draft_items(*, report: Report) -> list[Item]:
-    """The draft's blocks with live data."""
+def draft_items(*, report: Report, budget: float | None = None) -> list[Item]:
+    """The draft's blocks with live data; with a `budget` (seconds), panels not computed within it
+    are {"pending": True} (the page loads them on its own, `draft_item`)."""
     blocks = list(Block.objects.filter(report=report).select_related("updated_by").order_by("position")[:MAX_BLOCKS])
-    live = iter(panels_data(report.project, [(b.kind, b.params) for b in blocks if b.kind != TEXT]))
+    live = iter(panels_data(report.project, [(b.kind, b.params) for b in blocks if b.kind != TEXT], budget=budget))
     return [Item(b.uid, b.kind, b.text, b.params, None if b.kind == TEXT else next(live),
                  b.version, b.updated_by.username if b.updated_by else "", b.updated_at) for b in blocks]
+
+
+def draft_item(*, report: Report, uid: str) -> Item | None:
+    """One block of the draft with its live data (a pending panel's own request)."""
+    b = Block.objects.filter(report=report, uid=uid).select_related("updated_by").first()
+    if b is None:
+        return None
+    data = None if b.kind == TEXT else panels_data(report.project, [(b.kind, b.params)])[0]
+    return Item(b.uid, b.kind, b.text, b.params, data, b.version, b.updated_by.username if b.updated_by else "",
+                b.updated_at)
 
 
 def version_items(*, version: ReportVersion, project: Project, reader_host: str | None = None) -> list[Item]:

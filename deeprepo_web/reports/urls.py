@@ -16,6 +16,7 @@ urlpatterns = [
     path(R + "blocks/", views.block_add, name="report_block_add"),
     path(R + "blocks/form/", views.block_form, name="report_block_form"),
     path(R + "blocks/<str:uid>/", views.block_save, name="report_block_save"),
+    path(R + "blocks/<str:uid>/panel/", views.report_panel, name="report_panel"),
     path(R + "blocks/<str:uid>/move/", views.block_move, name="report_block_move"),
     path(R + "blocks/<str:uid>/remove/", views.block_remove, name="report_block_remove"),
     path(R + "publish/", views.report_publish, name="report_publish"),

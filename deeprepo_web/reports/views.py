@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
@@ -30,8 +31,9 @@ def _report(request: HttpRequest, slug: str, rid: str, *, role: str = Role.VIEWE
 
 
 def _page_ctx(report: Report, can_edit: bool) -> dict[str, Any]:
+    budget = settings.DEEPREPO_REPORT_INLINE_MS / 1000
     return {"project": report.project, "report": report, "can_edit": can_edit, "editing": can_edit,
-            "items": selectors.draft_items(report=report), "kinds": KINDS.values(),
+            "items": selectors.draft_items(report=report, budget=budget), "kinds": KINDS.values(),
             "run_hints": selectors.project_runs_hint(project=report.project)}
 
 
@@ -82,6 +84,17 @@ def report_from_compare(request: HttpRequest, slug: str) -> HttpResponse:
 def report_detail(request: HttpRequest, slug: str, rid: str) -> HttpResponse:
     report, can_edit = _report(request, slug, rid)
     return render(request, "reports/report.html", _page_ctx(report, can_edit))
+
+
+@require_safe
+@login_required
+def report_panel(request: HttpRequest, slug: str, rid: str, uid: str) -> HttpResponse:
+    """A draft panel its page did not compute (it said "computing"): computed now, swapped in."""
+    report, _ = _report(request, slug, rid)
+    item = selectors.draft_item(report=report, uid=uid)
+    if item is None or item.data is None:
+        raise Http404("no such panel")
+    return render(request, "reports/_panel.html", {"project": report.project, "report": report, "item": item})
 
 
 @login_required

@@ -112,3 +112,31 @@ def test_draft_stamps_its_runs_once_and_recomputes_only_what_moved(client: Any, 
     draft, queries = _queries(client, f"/p/demo/reports/{small.public_id}/")
     assert "reward: avg - 0.393" in page_text(draft)
     assert any(re.search(r"\bruns_turn\b", q) for q in queries)  # the excerpt over that run was computed again
+
+
+def test_a_draft_page_leaves_panels_it_has_not_computed_to_load_on_their_own(
+        client: Any, team: Any, seeded: dict[str, Any], three: list[Any], settings: Any) -> None:
+    """On a busy server (DEEPREPO_REPORT_INLINE_MS = 0) the draft's page computes nothing it does
+    not hold: each such panel says "computing" and asks for itself; that request computes it, and
+    the page shows it inline from then on."""
+    settings.DEEPREPO_REPORT_INLINE_MS = 0
+    report = _report(team, seeded, three)
+    client.force_login(team.viewer)
+    url = f"/p/demo/reports/{report.public_id}/"
+    html, queries = _queries(client, url)
+    pending = re.findall(r'hx-get="(/p/demo/reports/\w+/blocks/(\w+)/panel/)" hx-trigger="load"', html)
+    assert len(pending) == 8 and "Computing this panel" in html
+    assert not any(PANEL_DATA.search(q) for q in queries)  # nothing computed within the page
+    assert "reward: avg - 0.785" not in page_text(html)
+    panels = [client.get(u) for u, _ in pending]
+    assert all(r.status_code == 200 for r in panels)
+    raw = next(r.content.decode() for r in panels if "panel-raw_summary" in r.content.decode())
+    assert "reward: avg - 0.785" in page_text(raw) and "hx-get" not in raw
+    html = client.get(url).content.decode()
+    assert "Computing this panel" not in html and "reward: avg - 0.785" in page_text(html)
+    # The panel's URL is the project's: an outsider gets 404, a text block or a wrong uid too.
+    text_uid = report.blocks.get(kind="text").uid
+    assert client.get(f"/p/demo/reports/{report.public_id}/blocks/{text_uid}/panel/").status_code == 404
+    assert client.get(f"/p/demo/reports/{report.public_id}/blocks/nope/panel/").status_code == 404
+    client.force_login(team.outsider)
+    assert client.get(pending[0][0]).status_code == 404

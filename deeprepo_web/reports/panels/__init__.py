@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,14 +30,18 @@ TEXT = "text"
 LIVE_TTL = 300
 
 
-def panels_data(project: Project, panels: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+def panels_data(project: Project, panels: Sequence[tuple[str, dict[str, Any]]], *,
+                budget: float | None = None) -> list[dict[str, Any]]:
     """Each (kind, params) panel's live data, in order; {"gone": why} or {"error": why} instead of
     raising, so one panel's trouble never breaks the report.
 
     The panels are kept in the cache under a stamp of their runs: one query stamps every run the
     page names, one cache read finds the panels whose runs did not move, and only the others are
     computed. New data shows at once; reopening a draft whose runs did not move computes nothing.
+    With a `budget` (seconds), panels still to compute once it is spent are {"pending": True}: the
+    page loads them on its own (a compare table's bootstraps over big runs take seconds).
     """
+    start = time.monotonic()
     runs = run_stamps(project, [i for _, params in panels for i in _run_ids(params)])
     whole: list[Any] | None = None
     keys = []
@@ -53,7 +58,9 @@ def panels_data(project: Project, panels: Sequence[tuple[str, dict[str, Any]]]) 
     out, fresh = [], {}
     for (kind, params), key in zip(panels, keys, strict=True):
         data = found.get(key)
-        if data is None:
+        if data is None and budget is not None and time.monotonic() - start >= budget:
+            data = {"pending": True}
+        elif data is None:
             data = fresh[key] = panel_compute(project, kind, params)
         out.append(dict(data))
     if fresh:
