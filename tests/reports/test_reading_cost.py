@@ -140,3 +140,22 @@ def test_a_draft_page_leaves_panels_it_has_not_computed_to_load_on_their_own(
     assert client.get(f"/p/demo/reports/{report.public_id}/blocks/nope/panel/").status_code == 404
     client.force_login(team.outsider)
     assert client.get(pending[0][0]).status_code == 404
+
+
+def test_a_published_version_is_rendered_once(client: Any, team: Any, seeded: dict[str, Any],
+                                               three: list[Any]) -> None:
+    """A published version never changes, so its rendered document is kept: a second reader gets the
+    same HTML without the 20 panels' templates and charts being drawn again."""
+    from deeprepo_web.reports.models import ReportVersion
+
+    report = _report(team, seeded, three)
+    version = services.report_publish(report=report, user=team.editor)
+    client.force_login(team.viewer)
+    url = f"/p/demo/reports/{report.public_id}/published/"
+    first = client.get(url).content.decode()
+    assert "reward: avg - 0.785" in page_text(first)
+    # Were the page drawn again from the stored data, this (impossible) edit would show.
+    frozen = {uid: {"error": "drawn again"} for uid in version.frozen}
+    ReportVersion.objects.filter(pk=version.pk).update(frozen=frozen)
+    again = client.get(url).content.decode()
+    assert "drawn again" not in again and "reward: avg - 0.785" in page_text(again)
