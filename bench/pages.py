@@ -153,6 +153,9 @@ def seed(size: int, reuse: bool, prefix: str = "bench_pages") -> tuple[str, floa
     name = f"{prefix}_{size}"
     url = db_url(name)
     if reuse and seeded_size(url) == size:
+        # Migrations merged since it was seeded apply to it too (new columns, new indexes).
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT,
+                       env={**os.environ, "DATABASE_URL": url}, check=True)
         return url, None
     url = scratch_database(name)
     env = {**os.environ, "DATABASE_URL": url}
