@@ -299,10 +299,3 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     # C(n-c, k) / C(n, k) = prod_{i=n-c+1}^{n} (1 - k / i)
     terms = 1.0 - k / np.arange(n - c + 1, n + 1, dtype=float)
     return float(1.0 - np.prod(terms))
-
-
-def pass_at_k_mean(samples: Sequence[tuple[int, int]], k: int) -> float:
-    """Mean pass@k over problems given as (n, c) pairs."""
-    if not samples:
-        return math.nan
-    return float(np.mean([pass_at_k(n, c, k) for n, c in samples]))

@@ -10,8 +10,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from deeprepo_web.accounts import access
+from deeprepo_web.crypto import SecretsUnreadable
 from deeprepo_web.front.http import STOP_POLLING, is_htmx
-from deeprepo_web.jobs.crypto import SecretsUnreadable
 from deeprepo_web.judge import services
 from deeprepo_web.judge.models import JudgeEndpoint, JudgeJob
 from deeprepo_web.labels.models import Label, Mark
