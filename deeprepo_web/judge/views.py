@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from deeprepo_web.accounts import access
-from deeprepo_web.accounts.models import Role
+from deeprepo_web.accounts.models import Membership, Project, Role
 from deeprepo_web.crypto import SecretsUnreadable
 from deeprepo_web.front.http import STOP_POLLING, error_lines, is_htmx, service_error
 from deeprepo_web.judge import services
@@ -20,44 +20,50 @@ from deeprepo_web.labels.models import Label, Mark
 from deeprepo_web.search.spec import spec_parse
 
 
-@require_http_methods(["GET", "HEAD", "POST"])
-@login_required
-def judge(request: HttpRequest, slug: str) -> HttpResponse:
-    project, membership = access.project_for_user(request.user, slug)
+def _judge_page(request: HttpRequest, project: Project, membership: Membership, *, form: EndpointForm | None = None,
+                start_errors: list[str] | None = None, status: int = 200) -> HttpResponse:
+    """The judge page: its jobs and the endpoint's form (`form` when a post was refused, else the stored
+    endpoint's values); `start_errors`: why a job asked from a search did not start."""
     endpoint = JudgeEndpoint.objects.filter(project=project).first()
-    error = ""
-    if request.method == "POST":
-        project, membership = access.project_for_user(request.user, slug, role=Role.EDITOR)
-        form = EndpointForm(request.POST)
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                services.endpoint_save(project=project, base_url=data["base_url"], model=data["model"],
-                                       api_key=form.new_key(), input_per_mtok=data["input_per_mtok"] or 0.0,
-                                       output_per_mtok=data["output_per_mtok"] or 0.0)
-                return redirect("judge", slug)
-            except services.JudgeError as exc:
-                service_error(form, exc)
-    else:
+    if form is None:
         form = EndpointForm(initial={"base_url": endpoint.base_url, "model": endpoint.model,
                                      "input_per_mtok": endpoint.input_per_mtok,
                                      "output_per_mtok": endpoint.output_per_mtok} if endpoint else None)
-    key_state = "none"
+    key_state, error = "none", ""
     if endpoint and endpoint.key_token:
         try:
             key_state = "stored" if endpoint.api_key() else "none"
         except SecretsUnreadable as exc:
             key_state, error = "unreadable", str(exc)
     ctx = {"project": project, "endpoint": endpoint, "key_state": key_state, "error": error, "form": form,
-           "can_write": membership.allows(Role.EDITOR),
+           "start_errors": start_errors or [], "can_write": membership.allows(Role.EDITOR),
            "jobs": JudgeJob.objects.filter(project=project).select_related("label").order_by("-created_at")[:100]}
-    return render(request, "judge/judge.html", ctx, status=400 if form.errors else 200)
+    return render(request, "judge/judge.html", ctx, status=status)
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@login_required
+def judge(request: HttpRequest, slug: str) -> HttpResponse:
+    if request.method != "POST":
+        return _judge_page(request, *access.project_for_user(request.user, slug))
+    project, membership = access.project_for_user(request.user, slug, role=Role.EDITOR)
+    form = EndpointForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            services.endpoint_save(project=project, base_url=data["base_url"], model=data["model"],
+                                   api_key=form.new_key(), input_per_mtok=data["input_per_mtok"] or 0.0,
+                                   output_per_mtok=data["output_per_mtok"] or 0.0)
+            return redirect("judge", slug)
+        except services.JudgeError as exc:
+            service_error(form, exc)
+    return _judge_page(request, project, membership, form=form, status=400)
 
 
 @require_POST
 @login_required
 def judge_new(request: HttpRequest, slug: str) -> HttpResponse:
-    project, _ = access.project_for_user(request.user, slug, role=Role.EDITOR)
+    project, membership = access.project_for_user(request.user, slug, role=Role.EDITOR)
     form = JudgeStartForm(request.POST)
     spec = spec_parse(request.POST)  # the search the rollouts come from, posted along as hidden fields
     if form.is_valid():
@@ -74,9 +80,7 @@ def judge_new(request: HttpRequest, slug: str) -> HttpResponse:
                 return redirect("judge_job", slug, job.public_id)
             except services.JudgeError as exc:
                 service_error(form, exc)
-    ctx = {"project": project, "start_errors": error_lines(form), "jobs": [], "can_write": True, "key_state": "none",
-           "form": EndpointForm()}
-    return render(request, "judge/judge.html", ctx, status=400)
+    return _judge_page(request, project, membership, start_errors=error_lines(form), status=400)
 
 
 def _job(request: HttpRequest, slug: str, judge_id: str, *, write: bool = False) -> JudgeJob:

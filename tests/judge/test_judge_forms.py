@@ -55,6 +55,7 @@ def test_a_bad_limit_does_not_start_a_job(client, team, limit, message):
     html = res.content.decode()
     assert res.status_code == 400
     assert "The judge did not start:" in html and f'<p class="error">{message}</p>' in html
+    assert "judge-m at <code>https://8.8.8.8/v1</code>" in html  # the whole judge page, its endpoint too
     assert not JudgeJob.objects.exists()
 
 
