@@ -77,7 +77,7 @@ def secret_key_from_file(path: Path) -> str:
     return key
 
 
-ROLES = ("viewer", "editor", "admin")
+ROLES = ("viewer", "editor", "admin")  # accounts.models.Role's values (env is below accounts; a test keeps them equal)
 
 
 def env_role_map(name: str) -> dict[str, list[tuple[str, str]]]:

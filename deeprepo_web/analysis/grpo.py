@@ -1,9 +1,11 @@
-"""GRPO group statistics: per-example groups, advantages, dead groups and per-step health.
+"""GRPO group statistics: per-example groups, advantages and dead groups.
 
 GRPO learns only from differences inside a group (the rollouts of one example at one step).
 A group whose rewards are all equal contributes zero advantage, i.e. no gradient: the share of
 such "dead" groups, split into all-fail and all-pass, is the first health signal of a run.
 Rollouts are plain mappings with at least `example_key` and `reward` (RolloutRecord shape).
+A run's health per step is computed in SQL over its rollouts (`explorer/health.py`, one query for
+every step) with the same `DeadRule`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from typing import Any, Literal
 import numpy as np
 
 DeadKind = Literal["all_fail", "all_pass", "other"]
-QUANTILES = (10, 25, 50, 75, 90)
 _TOL = 1e-9
 
 
@@ -120,66 +121,3 @@ def group_stats(
             )
         )
     return out
-
-
-@dataclass(frozen=True)
-class StepAggregates:
-    n_rollouts: int
-    n_groups: int
-    reward_mean: float
-    reward_std: float
-    reward_min: float
-    reward_max: float
-    frac_zero_std: float
-    frac_zero_std_all_fail: float
-    frac_zero_std_all_pass: float
-    quantiles: dict[str, float]  # "p10" .. "p90"
-
-    def as_metrics(self) -> dict[str, float]:
-        """Flat metric keys as the trainers log them."""
-        out = {
-            "reward": self.reward_mean,
-            "reward_std": self.reward_std,
-            "reward/min": self.reward_min,
-            "reward/max": self.reward_max,
-            "frac_zero_std": self.frac_zero_std,
-            "frac_zero_std_all_fail": self.frac_zero_std_all_fail,
-            "frac_zero_std_all_pass": self.frac_zero_std_all_pass,
-        }
-        out.update({f"reward/{name}": value for name, value in self.quantiles.items()})
-        return out
-
-
-def step_aggregates(
-    rollouts: Iterable[Mapping[str, Any]], *, rule: DeadRule = DeadRule()  # noqa: B008  (frozen)
-) -> StepAggregates:
-    """Health of one training step; groups of a single rollout are not counted as dead."""
-    items = list(rollouts)
-    groups = group_stats(items, rule=rule)
-    values = np.asarray([r for g in groups for r in g.rewards], dtype=float)
-    if values.size == 0:
-        nan = math.nan
-        return StepAggregates(0, 0, nan, nan, nan, nan, nan, nan, nan, {f"p{q}": nan for q in QUANTILES})
-    # A one-rollout group has zero std trivially; counting it as dead would mislead on evals.
-    comparable = [g for g in groups if g.size > 1]
-    n_cmp = len(comparable)
-
-    def frac(kind: DeadKind | None = None) -> float:
-        if not n_cmp:
-            return math.nan
-        hits = [g for g in comparable if g.dead is not None and (kind is None or g.dead == kind)]
-        return len(hits) / n_cmp
-
-    qs = np.percentile(values, QUANTILES)
-    return StepAggregates(
-        n_rollouts=int(values.size),
-        n_groups=len(groups),
-        reward_mean=float(values.mean()),
-        reward_std=float(values.std()),
-        reward_min=float(values.min()),
-        reward_max=float(values.max()),
-        frac_zero_std=frac(),
-        frac_zero_std_all_fail=frac("all_fail"),
-        frac_zero_std_all_pass=frac("all_pass"),
-        quantiles={f"p{q}": float(v) for q, v in zip(QUANTILES, qs, strict=True)},
-    )

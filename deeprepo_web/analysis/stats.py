@@ -57,21 +57,10 @@ def _draw(rng: np.random.Generator, n: int, rows: int) -> np.ndarray:
     return rng.integers(0, n, size=(rows, n), dtype=dtype)
 
 
-def _row_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Means of n_resamples bootstrap resamples of `values`, computed chunk by chunk."""
-    n = values.size
-    out = np.empty(n_resamples, dtype=float)
-    rows = max(1, _CHUNK_CELLS // max(n, 1))
-    for start in range(0, n_resamples, rows):
-        stop = min(n_resamples, start + rows)
-        idx = _draw(rng, n, stop - start)
-        out[start:stop] = values[idx].mean(axis=1)
-    return out
-
-
 def _row_stat(
     values: np.ndarray, stat: RowStat, n_resamples: int, rng: np.random.Generator
 ) -> np.ndarray:
+    """`stat` of n_resamples bootstrap resamples of `values`, computed chunk by chunk."""
     n = values.size
     out = np.empty(n_resamples, dtype=float)
     rows = max(1, _CHUNK_CELLS // max(n, 1))
@@ -105,10 +94,7 @@ def bootstrap_ci(
         return Interval(math.nan, math.nan, math.nan, 0)
     rng = np.random.default_rng(seed)
     estimate = float(stat(arr[None, :], axis=1)[0])
-    if stat is np.mean:
-        samples = _row_means(arr, n_resamples, rng)
-    else:
-        samples = _row_stat(arr, stat, n_resamples, rng)
+    samples = _row_stat(arr, stat, n_resamples, rng)
     lo, hi = _percentiles(samples, alpha)
     return Interval(estimate, lo, hi, int(arr.size))
 
@@ -198,8 +184,8 @@ def bootstrap_diff(
             False, True, "no values on one side", alpha,
         )
     mean_a, mean_b = float(arr_a.mean()), float(arr_b.mean())
-    boot_a = _row_means(arr_a, n_resamples, rng)
-    boot_b = _row_means(arr_b, n_resamples, rng)
+    boot_a = _row_stat(arr_a, np.mean, n_resamples, rng)
+    boot_b = _row_stat(arr_b, np.mean, n_resamples, rng)
     return _result(mean_a, mean_b, boot_a, boot_b, min(n_a, n_b), n_a, n_b, False, alpha)
 
 
@@ -299,10 +285,3 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     # C(n-c, k) / C(n, k) = prod_{i=n-c+1}^{n} (1 - k / i)
     terms = 1.0 - k / np.arange(n - c + 1, n + 1, dtype=float)
     return float(1.0 - np.prod(terms))
-
-
-def pass_at_k_mean(samples: Sequence[tuple[int, int]], k: int) -> float:
-    """Mean pass@k over problems given as (n, c) pairs."""
-    if not samples:
-        return math.nan
-    return float(np.mean([pass_at_k(n, c, k) for n, c in samples]))

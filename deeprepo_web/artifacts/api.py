@@ -18,8 +18,9 @@ from ninja import Router, Schema, Status
 from deeprepo_web.api.auth import ingest_auth, read_auth
 from deeprepo_web.api.schemas import Iso
 from deeprepo_web.artifacts import services
+from deeprepo_web.artifacts.models import Artifact
 from deeprepo_web.runs.access import run_for
-from deeprepo_web.runs.models import Artifact, Run
+from deeprepo_web.runs.models import Run
 
 router = Router(tags=["artifacts"])
 

@@ -25,7 +25,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from deeprepo_web import storage
-from deeprepo_web.runs.models import Artifact, ArtifactStatus, Run
+from deeprepo_web.artifacts.models import Artifact, ArtifactStatus
+from deeprepo_web.runs.models import Run
 from deeprepo_web.storage import PartInfo, StorageError
 
 log = logging.getLogger(__name__)
@@ -117,12 +118,17 @@ def _new_key(run: Run, name: str) -> str:
     return storage.artifact_prefix(run.project_id, run.public_id) + f"{secrets.token_hex(8)}/{name}"
 
 
-def _reset(artifact: Artifact) -> None:
-    """Drop whatever a previous, different upload under this name left in the store."""
+def _objects_drop(artifact: Artifact) -> None:
+    """The artifact's object in the store, and the parts of its multipart upload when one is under way."""
     store = storage.backend()
     if artifact.upload_id:
         store.multipart_abort(artifact.storage_key, artifact.upload_id)
     store.delete(artifact.storage_key)
+
+
+def _reset(artifact: Artifact) -> None:
+    """Drop whatever a previous, different upload under this name left in the store."""
+    _objects_drop(artifact)
     artifact.upload_id = ""
     artifact.storage_key = _new_key(artifact.run, artifact.name)
 
@@ -330,10 +336,7 @@ def artifact_download_url(*, artifact: Artifact, ttl: int | None = None) -> str:
 
 def artifact_delete(*, artifact: Artifact) -> None:
     """Remove the object first: when the store is down this raises and the row stays."""
-    store = storage.backend()
-    if artifact.upload_id:
-        store.multipart_abort(artifact.storage_key, artifact.upload_id)
-    store.delete(artifact.storage_key)
+    _objects_drop(artifact)
     Artifact.objects.filter(pk=artifact.pk).delete()
 
 

@@ -22,9 +22,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from deeprepo_web import storage
 from deeprepo_web.accounts import access
 from deeprepo_web.artifacts import services
+from deeprepo_web.artifacts.models import Artifact
 from deeprepo_web.front.http import is_htmx
 from deeprepo_web.runs.access import run_for_user
-from deeprepo_web.runs.models import Artifact, BlobRef
+from deeprepo_web.runs.models import BlobRef
 
 PER_PAGE = 100
 # A blob is served as data, never as a page: no scripts, no plugins, not even same-origin.

@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
+from deeprepo_web.artifacts.models import Artifact, ArtifactStatus
 from deeprepo_web.checkpoint_evals.errors import RuleInputError
 from deeprepo_web.checkpoint_evals.models import CheckpointEval, CheckpointRule, Trigger
 from deeprepo_web.jobs.models import Cluster, Job, JobTemplate, TemplateKind
@@ -26,7 +27,7 @@ from deeprepo_web.jobs.params import ParamError, validate_params, validate_schem
 from deeprepo_web.jobs.services.errors import JobInputError
 from deeprepo_web.jobs.services.launch import job_launch
 from deeprepo_web.jobs.services.state import advisory_lock
-from deeprepo_web.runs.models import FINAL_RUN_STATUSES, Artifact, ArtifactStatus, MetricSeries, Run
+from deeprepo_web.runs.models import FINAL_RUN_STATUSES, MetricSeries, Run
 
 _LOCK_NAMESPACE = 7_402  # pg advisory locks: (namespace, rule id)
 PATH_FIELDS = ("output_dir", "artifact", "step", "run_id")

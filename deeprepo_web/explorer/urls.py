@@ -11,7 +11,6 @@ urlpatterns = [
     path("p/<slug:slug>/columns/", views.project_columns, name="project_columns"),
     path("p/<slug:slug>/runs/<str:run_id>/", views.run_detail, name="run"),
     path("p/<slug:slug>/runs/<str:run_id>/delete/", views.run_delete, name="run_delete"),
-    path("p/<slug:slug>/runs/<str:run_id>/status/", views.run_status, name="run_status"),
     path("p/<slug:slug>/runs/<str:run_id>/live/", views.run_live, name="run_live"),
     path("p/<slug:slug>/runs/<str:run_id>/health/", views.run_health, name="run_health"),
 ]

@@ -27,7 +27,7 @@ from deeprepo_web.explorer.evalsummary import (
 from deeprepo_web.explorer.health import grpo_health
 from deeprepo_web.explorer.live import POLL_ACTIVE, POLL_IDLE, run_live_state
 from deeprepo_web.explorer.rows import run_row_html
-from deeprepo_web.front.http import STOP_POLLING, is_htmx, page_param
+from deeprepo_web.front.http import is_htmx, page_param
 from deeprepo_web.labels.selectors import run_label_counts, with_label_counts
 from deeprepo_web.runs.access import run_for_user
 from deeprepo_web.runs.axes import metric_axes_for
@@ -219,18 +219,6 @@ def run_detail(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         "refusals": ingest_refusals(run=run),
         "can_write": access.can_write(request.user, run.project),
     })
-
-
-@require_safe
-@login_required
-def run_status(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
-    """The live header partial; 286 tells htmx to stop polling once the run is final."""
-    run = run_for_user(request.user, run_id, slug=slug)
-    final = run.status in FINAL_RUN_STATUSES
-    response = render(request, "explorer/run.html#status", {"project": run.project, "run": run, "final": final})
-    if final:
-        response.status_code = STOP_POLLING
-    return response
 
 
 @require_safe

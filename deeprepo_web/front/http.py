@@ -39,6 +39,22 @@ def form_error(form: forms.BaseForm, field: str, message: str, *, prefixes: tupl
     form.add_error(None, f"{field}: {message}")
 
 
+def service_error(form: forms.BaseForm, error: Exception) -> None:
+    """A service error whose text is "field: message" (JudgeError, LabelError …): beside its field, or above the form."""
+    field, sep, message = str(error).partition(": ")
+    if sep:
+        form_error(form, field, message)
+    else:
+        form.add_error(None, str(error))
+
+
+def error_lines(form: forms.BaseForm) -> list[str]:
+    """Every error of a form as "field: message" (a field's label when it has one; the whole form's
+    errors as they are), for a page that shows them away from the form."""
+    return [str(message) if name == "__all__" else f"{form.fields[name].label or name}: {message}"
+            for name, messages in form.errors.items() for message in messages]
+
+
 def int_param(raw: str, name: str, errors: list[str]) -> int | None:
     """A whole number from a query parameter; "" is None; anything else bad is one line in `errors`."""
     if raw == "":

@@ -17,8 +17,9 @@ from django.db import connection
 
 from deeprepo_client.formats.wandb_media import artifact_kind, artifact_name
 from deeprepo_client.records import MediaRecord
+from deeprepo_web.artifacts.models import Artifact
 from deeprepo_web.artifacts.services import ArtifactError, artifact_name_check, artifact_store_file
-from deeprepo_web.runs.models import Artifact, Run
+from deeprepo_web.runs.models import Run
 from deeprepo_web.storage import blob_put
 
 

@@ -6,7 +6,7 @@ from django.db import models
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
-from deeprepo_web.jobs.crypto import decrypt_secrets, encrypt_secrets
+from deeprepo_web.crypto import decrypt_secrets, encrypt_secrets
 from deeprepo_web.labels.models import Label
 from deeprepo_web.runs.models import Rollout, Run, new_public_id
 

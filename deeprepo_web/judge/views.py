@@ -10,76 +10,81 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from deeprepo_web.accounts import access
-from deeprepo_web.front.http import STOP_POLLING, is_htmx
-from deeprepo_web.jobs.crypto import SecretsUnreadable
+from deeprepo_web.accounts.models import Membership, Project, Role
+from deeprepo_web.crypto import SecretsUnreadable
+from deeprepo_web.front.http import STOP_POLLING, error_lines, is_htmx, service_error
 from deeprepo_web.judge import services
+from deeprepo_web.judge.forms import EndpointForm, JudgeStartForm
 from deeprepo_web.judge.models import JudgeEndpoint, JudgeJob
 from deeprepo_web.labels.models import Label, Mark
 from deeprepo_web.search.spec import spec_parse
 
 
-def _float(raw: str, name: str) -> float:
-    try:
-        return float(raw or "0")
-    except ValueError:
-        raise services.JudgeError(f"{name}: {raw[:20]!r} is not a number") from None
+def _judge_page(request: HttpRequest, project: Project, membership: Membership, *, form: EndpointForm | None = None,
+                start_errors: list[str] | None = None, status: int = 200) -> HttpResponse:
+    """The judge page: its jobs and the endpoint's form (`form` when a post was refused, else the stored
+    endpoint's values); `start_errors`: why a job asked from a search did not start."""
+    endpoint = JudgeEndpoint.objects.filter(project=project).first()
+    if form is None:
+        form = EndpointForm(initial={"base_url": endpoint.base_url, "model": endpoint.model,
+                                     "input_per_mtok": endpoint.input_per_mtok,
+                                     "output_per_mtok": endpoint.output_per_mtok} if endpoint else None)
+    key_state, error = "none", ""
+    if endpoint and endpoint.key_token:
+        try:
+            key_state = "stored" if endpoint.api_key() else "none"
+        except SecretsUnreadable as exc:
+            key_state, error = "unreadable", str(exc)
+    ctx = {"project": project, "endpoint": endpoint, "key_state": key_state, "error": error, "form": form,
+           "start_errors": start_errors or [], "can_write": membership.allows(Role.EDITOR),
+           "jobs": JudgeJob.objects.filter(project=project).select_related("label").order_by("-created_at")[:100]}
+    return render(request, "judge/judge.html", ctx, status=status)
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 def judge(request: HttpRequest, slug: str) -> HttpResponse:
-    project, membership = access.project_for_user(request.user, slug)
-    endpoint = JudgeEndpoint.objects.filter(project=project).first()
-    error = ""
-    if request.method == "POST":
-        project, membership = access.project_for_user(request.user, slug, role="editor")
-        key = request.POST.get("api_key", "")
+    if request.method != "POST":
+        return _judge_page(request, *access.project_for_user(request.user, slug))
+    project, membership = access.project_for_user(request.user, slug, role=Role.EDITOR)
+    form = EndpointForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
         try:
-            services.endpoint_save(
-                project=project, base_url=request.POST.get("base_url", "").strip(),
-                model=request.POST.get("model", ""), api_key=None if key == "" and not request.POST.get("clear_key")
-                else key, input_per_mtok=_float(request.POST.get("input_per_mtok", ""), "input_per_mtok"),
-                output_per_mtok=_float(request.POST.get("output_per_mtok", ""), "output_per_mtok"))
+            services.endpoint_save(project=project, base_url=data["base_url"], model=data["model"],
+                                   api_key=form.new_key(), input_per_mtok=data["input_per_mtok"] or 0.0,
+                                   output_per_mtok=data["output_per_mtok"] or 0.0)
             return redirect("judge", slug)
         except services.JudgeError as exc:
-            error = str(exc)
-    key_state = "none"
-    if endpoint and endpoint.key_token:
-        try:
-            key_state = "stored" if endpoint.api_key() else "none"
-        except SecretsUnreadable as exc:
-            key_state, error = "unreadable", error or str(exc)
-    ctx = {"project": project, "endpoint": endpoint, "key_state": key_state, "error": error,
-           "can_write": membership.allows("editor"),
-           "jobs": JudgeJob.objects.filter(project=project).select_related("label").order_by("-created_at")[:100]}
-    return render(request, "judge/judge.html", ctx, status=400 if error and request.method == "POST" else 200)
+            service_error(form, exc)
+    return _judge_page(request, project, membership, form=form, status=400)
 
 
 @require_POST
 @login_required
 def judge_new(request: HttpRequest, slug: str) -> HttpResponse:
-    project, _ = access.project_for_user(request.user, slug, role="editor")
-    spec = spec_parse(request.POST)
-    label = Label.objects.filter(project=project, name=request.POST.get("label_name", "")).first()
-    try:
+    project, membership = access.project_for_user(request.user, slug, role=Role.EDITOR)
+    form = JudgeStartForm(request.POST)
+    spec = spec_parse(request.POST)  # the search the rollouts come from, posted along as hidden fields
+    if form.is_valid():
+        data = form.cleaned_data
+        label = Label.objects.filter(project=project, name=data["label_name"]).first()
         if label is None:
-            raise services.JudgeError("label: pick the label a “yes” proposes")
-        try:
-            limit = int(request.POST.get("limit", "100"))
-        except ValueError:
-            raise services.JudgeError("limit: a whole number of rollouts") from None
-        if spec.errors or not spec.narrowed:
-            raise services.JudgeError("; ".join(spec.errors) or "search: search or filter the rollouts first")
-        job = services.judge_start(project=project, user=request.user, rubric=request.POST.get("rubric", ""),
-                                   label=label, query=spec.params(), limit=limit)
-    except services.JudgeError as exc:
-        return render(request, "judge/judge.html", {"project": project, "error": str(exc), "jobs": [],
-                                                    "can_write": True, "key_state": "none"}, status=400)
-    return redirect("judge_job", slug, job.public_id)
+            form.add_error("label_name", "pick the label a “yes” proposes")
+        elif spec.errors or not spec.narrowed:
+            form.add_error(None, "; ".join(spec.errors) or "search: search or filter the rollouts first")
+        else:
+            try:
+                job = services.judge_start(project=project, user=request.user, rubric=data["rubric"], label=label,
+                                           query=spec.params(), limit=100 if data["limit"] is None else data["limit"])
+                return redirect("judge_job", slug, job.public_id)
+            except services.JudgeError as exc:
+                service_error(form, exc)
+    return _judge_page(request, project, membership, start_errors=error_lines(form), status=400)
 
 
 def _job(request: HttpRequest, slug: str, judge_id: str, *, write: bool = False) -> JudgeJob:
-    project, _ = access.project_for_user(request.user, slug, role="editor" if write else "viewer")
+    project, _ = access.project_for_user(request.user, slug, role=Role.EDITOR if write else Role.VIEWER)
     return get_object_or_404(JudgeJob.objects.select_related("label", "project"), project=project, public_id=judge_id)
 
 

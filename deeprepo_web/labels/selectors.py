@@ -46,18 +46,6 @@ def label_list(*, project: Project) -> list[Label]:
     ).order_by("name"))
 
 
-def label_rates(*, run_ids: list[int], label: Label) -> dict[int, tuple[int, int]]:
-    """run id -> (rollouts with the label, rollouts): the "label rate" of compare."""
-    from deeprepo_web.runs.models import Rollout
-
-    totals = dict(Rollout.objects.filter(run_id__in=run_ids).values("run_id").annotate(n=Count("id"))
-                  .values_list("run_id", "n"))
-    marked = dict(Mark.objects.filter(label=label, rollout__run_id__in=run_ids).exclude(status=MarkStatus.REJECTED)
-                  .values("rollout__run_id").annotate(n=Count("rollout", distinct=True))
-                  .values_list("rollout__run_id", "n"))
-    return {run_id: (marked.get(run_id, 0), n) for run_id, n in totals.items()}
-
-
 def label_names(*, project: Project) -> list[str]:
     return list(Label.objects.filter(project=project).order_by("name").values_list("name", flat=True))
 

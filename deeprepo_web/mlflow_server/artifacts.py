@@ -18,6 +18,7 @@ from django.http.response import HttpResponseBase
 from deeprepo_client.formats.wandb_tables import rows_rollouts
 from deeprepo_web import storage
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.artifacts.models import Artifact, ArtifactStatus
 from deeprepo_web.artifacts.services import (
     ArtifactError,
     artifact_delete,
@@ -28,7 +29,7 @@ from deeprepo_web.importers.writers import rollouts_save
 from deeprepo_web.mlflow_server.errors import MlflowError, invalid, missing
 from deeprepo_web.mlflow_server.runs import mlflow_run_get
 from deeprepo_web.mlflow_server.views import answer, api_key, guarded
-from deeprepo_web.runs.models import Artifact, ArtifactStatus, Run
+from deeprepo_web.runs.models import Run
 
 KIND = "mlflow"
 MAX_TABLE = 64 << 20  # bytes of a JSON file read for table rows; bigger ones stay plain artifacts

@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
-from deeprepo_web.runs.models import Artifact, BlobRef, MetricSeries, Rollout, Run
+from deeprepo_web.runs.models import BlobRef, MetricSeries, Rollout, Run
 from deeprepo_web.runs.signals import run_contents_counted
 from workers.queue import enqueue
 
@@ -55,7 +55,7 @@ def run_contents(*, run: Run) -> RunContents:
         rollouts=rollouts["n"] or 0, turns=rollouts["turns"] or 0,
         metric_keys=series["n"] or 0, metric_points=series["points"] or 0,
         search_docs=kept_elsewhere.get("search_docs", 0), marks=kept_elsewhere.get("marks", 0),
-        artifacts=Artifact.objects.filter(run=run).count(),
+        artifacts=kept_elsewhere.get("artifacts", 0),
         blobs=BlobRef.objects.filter(run=run).exclude(sha__in=shared).count(),
         evals_kept=Run.objects.filter(parent=run).count(),
     )

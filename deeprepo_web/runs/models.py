@@ -260,27 +260,6 @@ class ToolCall(models.Model):
         ]
 
 
-class ArtifactStatus(models.TextChoices):
-    PENDING = "pending"
-    READY = "ready"
-
-
-class Artifact(models.Model):
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="artifacts")
-    name = models.CharField(max_length=1000)
-    kind = models.CharField(max_length=64, default="file")
-    size = models.BigIntegerField()
-    sha256 = models.CharField(max_length=64)
-    storage_key = models.CharField(max_length=1200)
-    status = models.CharField(max_length=12, choices=ArtifactStatus.choices, default=ArtifactStatus.PENDING)
-    upload_id = models.CharField(max_length=500, blank=True, default="")  # S3 multipart upload
-    created_at = models.DateTimeField(default=timezone.now)
-    confirmed_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["run", "name"], name="artifact_run_name_unique")]
-
-
 class ModelPrice(models.Model):
     """A project's price for models whose lower-cased name contains `model_pattern` (longest wins).
 

@@ -127,11 +127,10 @@ def run_delete(*, run: Run) -> dict[str, int]:
     deleted. Blobs are shared by content, so one is removed only when no other run refers to it.
     """
     from deeprepo_web import storage
-    from deeprepo_web.runs.models import Artifact
+    from deeprepo_web.runs.signals import run_deleting
 
     store = storage.backend()
-    for key, upload_id in Artifact.objects.filter(run=run).exclude(upload_id="").values_list("storage_key", "upload_id"):
-        store.multipart_abort(key, upload_id)
+    run_deleting.send(sender=Run, run=run, store=store)
     objects = store.delete_prefix(storage.run_prefix(run.project_id, run.public_id))
     shas = list(BlobRef.objects.filter(run=run).values_list("sha", flat=True))
     with transaction.atomic(), connection.cursor() as cur:

@@ -22,9 +22,15 @@ from deeprepo_web.runs.models import Run
 rollouts_rebuilt = Signal()
 
 # Sent by `runs.deletion.run_contents` when a deletion's confirmation names what goes: a feature that
-# keeps rows about a run (labels' marks, search's documents) answers with its counts, a dict such as
-# {"marks": 3}. Argument: `run`.
+# keeps rows about a run (labels' marks, search's documents, artifacts) answers with its counts, a
+# dict such as {"marks": 3}. Argument: `run`.
 run_contents_counted = Signal()
+
+# Sent by `services.run_delete` before anything is deleted, outside its transaction: a feature that
+# keeps something of the run outside the database which the run's store prefix does not cover (an
+# artifact's unfinished multipart upload) lets it go. Arguments: `run`, `store` (the object store).
+# A receiver that raises (the store is down) stops the deletion, and nothing is deleted.
+run_deleting = Signal()
 
 
 @receiver(post_delete, sender=Run, dispatch_uid="audit-run-deleted")

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
+from deeprepo_web.accounts.models import Role
 from deeprepo_web.front.http import is_htmx, page_param
 from deeprepo_web.labels.models import Label
 from deeprepo_web.labels.selectors import marks_for_rollouts
@@ -73,7 +74,7 @@ def search(request: HttpRequest, slug: str) -> HttpResponse:
         # A search within one run is that run's Search tab: the page wears the run's header and tabs.
         "run": Run.objects.filter(project=project, public_id=spec.run).first() if spec.run else None,
         "labels": Label.objects.filter(project=project).order_by("name"),
-        "can_write": membership.allows("editor"),
+        "can_write": membership.allows(Role.EDITOR),
         "lag": search_index_lag(),
     }
     if is_htmx(request, "search-results"):
@@ -109,7 +110,7 @@ def counts(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 @login_required
 def bulk_label(request: HttpRequest, slug: str) -> HttpResponse:
-    project, membership = access.project_for_user(request.user, slug, role="editor")
+    project, membership = access.project_for_user(request.user, slug, role=Role.EDITOR)
     spec = spec_parse(request.POST)
     scope = search_scope(project=project, spec=spec)
     back = f"{reverse('search', args=[slug])}?{urlencode(spec.params())}"

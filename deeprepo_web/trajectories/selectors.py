@@ -175,7 +175,7 @@ def groups_for_step(*, run: Run, step: int | None, page: int = 1, per_page: int 
     rewards = rewards[:GROUP_SUMMARY_CAP]
     rule = DeadRule.for_rewards(*reward_bounds(run=run))  # the run page's GRPO health reads the same
     all_stats = group_stats(({"example_key": e, "reward": r} for e, r in rewards), rule=rule)
-    # Single-rollout groups have no variance by construction; they are not "dead" (see step_aggregates).
+    # Single-rollout groups have no variance by construction; they are not "dead" (as in explorer/health.py).
     comparable = [g for g in all_stats if g.size > 1]
     example_ids: list[int] = []
     for e, _ in rewards:
@@ -346,22 +346,3 @@ def example_rewards(*, example: Example, max_cells: int = 5000) -> list[ExampleR
         total = sum(n for _, n in scored)
         entry.mean = sum(m * n for m, n in scored) / total if total else None
     return sorted(out.values(), key=lambda e: e.run.created_at, reverse=True)
-
-
-OUTLIER_SCAN = 20_000
-
-
-def turn_outlier_ids(run: Run, *, step: int | None = None) -> set[int]:
-    """Ids of the run's over-long rollouts (turns above Q3 + 1.5 IQR of the run, or of one step).
-
-    Relative to the run, so computed at read time; reads two integer columns of at most
-    OUTLIER_SCAN rollouts. For the rollouts table's badge.
-    """
-    from deeprepo_web.analysis.behaviour import turn_outliers
-
-    qs = Rollout.objects.filter(run=run)
-    if step is not None:
-        qs = qs.filter(step=step)
-    rows = list(qs.order_by("id").values_list("id", "num_turns")[:OUTLIER_SCAN])
-    return {rows[i][0] for i in turn_outliers([t for _, t in rows])}
-

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import math
-
 from deeprepo_web.analysis.behaviour import (
     is_zero,
     metric_value,
@@ -9,7 +7,6 @@ from deeprepo_web.analysis.behaviour import (
     repeated_errors,
     rollout_counts,
     sub_calls_per_batch,
-    summarize,
     tool_call_counts,
     turn_outliers,
     zero_rate,
@@ -79,17 +76,6 @@ def test_turn_outliers_seed_002() -> None:
     assert turn_outliers(turns, method="median") == [0]
     assert turn_outliers([6, 6, 6, 6, 6, 6]) == []
     assert turn_outliers([1, 50]) == []  # too few to call anything an outlier
-
-
-def test_summarize() -> None:
-    rollouts = [_rollout(num_turns=3) for _ in range(5)] + [{"example_key": "y", "num_turns": 20, "turns": []}]
-    summary = summarize(rollouts)
-    assert summary.zero_delegation == (1, 6)
-    assert summary.turn_outliers == [5]
-    assert summary.tool_calls["llm_batch"] == 10 / 6
-    assert summary.sub_calls_per_batch == 3.0
-    assert summary.worst_repeated_error is None
-    assert math.isnan(summarize([]).sub_calls_per_batch)
 
 
 def test_rollout_counts_agrees_with_the_single_counts() -> None:

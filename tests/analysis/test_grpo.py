@@ -2,10 +2,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 
-from deeprepo_web.analysis.grpo import DeadRule, group_advantages, group_stats, step_aggregates
+from deeprepo_web.analysis.grpo import DeadRule, group_advantages, group_stats
 
 
 def test_advantages_known_group() -> None:
@@ -38,7 +37,7 @@ def _rollouts(groups: dict[str, list[float]]) -> list[dict]:
     return [{"example_key": key, "reward": r} for key, rewards in groups.items() for r in rewards]
 
 
-def test_group_stats_and_step_aggregates() -> None:
+def test_group_stats() -> None:
     rollouts = _rollouts({
         "a": [0.0, 0.0, 0.0, 0.0],
         "b": [1.0, 1.0, 1.0, 1.0],
@@ -57,21 +56,3 @@ def test_group_stats_and_step_aggregates() -> None:
     assert c.advantages == pytest.approx([-0.5 / c.std, 0.5 / c.std, 0.0, 0.0])
     assert c.indices == [8, 9, 10, 11]
 
-    agg = step_aggregates(rollouts)
-    assert agg.n_rollouts == 16 and agg.n_groups == 4
-    assert agg.frac_zero_std == 0.75
-    assert agg.frac_zero_std_all_fail == 0.25
-    assert agg.frac_zero_std_all_pass == 0.25
-    values = [r["reward"] for r in rollouts if r["reward"] is not None]
-    assert agg.reward_mean == pytest.approx(np.mean(values))
-    assert agg.quantiles["p50"] == pytest.approx(np.median(values))
-    metrics = agg.as_metrics()
-    assert metrics["reward"] == agg.reward_mean
-    assert set(metrics) >= {"reward_std", "reward/min", "reward/max", "reward/p10", "reward/p90"}
-
-
-def test_step_aggregates_singletons_and_empty() -> None:
-    agg = step_aggregates(_rollouts({"a": [1.0], "b": [0.0]}))
-    assert math.isnan(agg.frac_zero_std)  # one rollout per example: nothing to compare
-    empty = step_aggregates([])
-    assert empty.n_rollouts == 0 and math.isnan(empty.reward_mean)

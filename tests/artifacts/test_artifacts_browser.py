@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from deeprepo_web.artifacts.models import Artifact
 from deeprepo_web.artifacts.services import artifact_store_file
-from deeprepo_web.runs.models import Artifact, Run
+from deeprepo_web.runs.models import Run
 from deeprepo_web.runs.services import run_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from deeprepo_web import storage
-from deeprepo_web.runs.models import Artifact
+from deeprepo_web.artifacts.models import Artifact
 from tests.artifacts.conftest import get, sha, upload
 
 

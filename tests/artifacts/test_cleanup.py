@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 from django.conf import settings as django_settings
 from django.utils import timezone
 
-from deeprepo_web.runs.models import Artifact
+from deeprepo_web.artifacts.models import Artifact
 from tests.artifacts.conftest import sha, upload
 from tests.infra.s3 import BUCKET
 from workers.tasks import artifacts as tasks

@@ -13,7 +13,7 @@ import pytest
 
 import deeprepo_client
 from deeprepo_client import artifacts as client_artifacts
-from deeprepo_web.runs.models import Artifact
+from deeprepo_web.artifacts.models import Artifact
 from tests.infra.s3 import BUCKET
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,8 +7,9 @@ import hashlib
 from typing import Any
 
 from deeprepo_web import storage
+from deeprepo_web.artifacts.models import Artifact
 from deeprepo_web.runs import services
-from deeprepo_web.runs.models import Artifact, BlobRef, Metric, MetricRollup, MetricSeries, Rollout, Run, Turn
+from deeprepo_web.runs.models import BlobRef, Metric, MetricRollup, MetricSeries, Rollout, Run, Turn
 from tests.artifacts.conftest import sha, upload
 from tests.artifacts.test_blobs import png
 from tests.factories import rollout

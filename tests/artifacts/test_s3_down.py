@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from deeprepo_web.artifacts.models import Artifact
 from deeprepo_web.runs import services
-from deeprepo_web.runs.models import Artifact, Metric, Rollout, Run
+from deeprepo_web.runs.models import Metric, Rollout, Run
 from tests.artifacts.conftest import sha, upload
 from tests.factories import rollout
 from tests.infra._proc import free_port

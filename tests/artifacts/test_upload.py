@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from deeprepo_web.runs.models import Artifact
+from deeprepo_web.artifacts.models import Artifact
 from tests.artifacts.conftest import get, sha, upload
 
 

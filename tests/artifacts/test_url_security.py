@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from deeprepo_web.artifacts import services
-from deeprepo_web.runs.models import Artifact
+from deeprepo_web.artifacts.models import Artifact
 from tests.artifacts.conftest import get, made_earlier, put, sha, upload
 from tests.conftest import Api
 

@@ -1,4 +1,4 @@
-"""Behaviour metrics computed at ingest, the outlier helper, checkpoint flips and `manage.py compare`."""
+"""Behaviour metrics computed at ingest, checkpoint flips and `manage.py compare`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from deeprepo_web.compare import checkpoints
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
 from deeprepo_web.runs.models import Rollout
 from deeprepo_web.runs.services import run_create
-from deeprepo_web.trajectories.selectors import turn_outlier_ids
 from tests.compare.seed002 import seed_002
 
 pytestmark = pytest.mark.django_db
@@ -36,14 +35,6 @@ def test_behaviour_stored_at_ingest(team: Any) -> None:
     assert beh["repeated_error_max"] == 18
     assert beh["repeated_error"].startswith("SyntaxError: f-string")
     assert beh["sub_tokens"] == {"minimax-m2.5": [300, 30, 0.5, 1]}
-
-
-def test_turn_outlier_ids_flags_the_18_turn_rollout(team: Any) -> None:
-    s = seed_002(team.project, with_training=False)
-    run = s["Qwen3-30B-A3B (untrained)"]
-    ids = turn_outlier_ids(run)
-    assert [r.num_turns for r in Rollout.objects.filter(pk__in=ids)] == [18]
-    assert turn_outlier_ids(s["Qwen3-30B-A3B (GRPO trained)"]) == set()
 
 
 def test_checkpoint_flips(team: Any) -> None:

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 
 def urls(seeded: Any) -> list[str]:
     rid = seeded.alpha.public_id
-    return ["/p/demo/", f"/p/demo/runs/{rid}/", f"/p/demo/runs/{rid}/status/", f"/p/demo/runs/{rid}/health/",
+    return ["/p/demo/", f"/p/demo/runs/{rid}/", f"/p/demo/runs/{rid}/health/",
             f"/p/demo/runs/{rid}/live/", f"/p/demo/rows/?ids={rid}"]
 
 

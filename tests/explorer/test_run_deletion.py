@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 
 from deeprepo_web import storage
+from deeprepo_web.artifacts.models import Artifact
 from deeprepo_web.audit.models import Action, AuditEvent
 from deeprepo_web.labels.models import Mark
 from deeprepo_web.labels.services import label_create, mark_create
 from deeprepo_web.runs.ingest.metrics import metrics_ingest
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
-from deeprepo_web.runs.models import Artifact, BlobRef, Rollout, Run, Turn
+from deeprepo_web.runs.models import BlobRef, Rollout, Run, Turn
 from deeprepo_web.runs.services import run_create
 from deeprepo_web.search.indexer import search_index_update
 from deeprepo_web.search.models import Doc

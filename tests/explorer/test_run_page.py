@@ -1,4 +1,4 @@
-"""The run page: live status partial, facts, config, evals of checkpoints, chart config, overlays."""
+"""The run page: live state, facts, config, evals of checkpoints, chart config, overlays."""
 
 from __future__ import annotations
 
@@ -15,19 +15,6 @@ def chart_config(html: str) -> dict[str, Any]:
     m = re.search(r'<script id="chart-config" type="application/json">(.*?)</script>', html, re.S)
     assert m is not None
     return json.loads(m.group(1))
-
-
-def test_status_partial_says_running_then_stops_with_286(client: Any, team: Any, seeded: Any) -> None:
-    from deeprepo_web.runs.services import run_finish
-
-    client.force_login(team.viewer)
-    url = f"/p/demo/runs/{seeded.beta.public_id}/status/"
-    live = client.get(url)
-    assert live.status_code == 200 and "running" in live.content.decode()
-    run_finish(run=seeded.beta)
-    done = client.get(url)
-    assert done.status_code == 286
-    assert "finished" in done.content.decode()
 
 
 def test_live_state_follows_points_rollouts_and_the_end(client: Any, team: Any, seeded: Any) -> None:

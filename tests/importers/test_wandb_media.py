@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from deeprepo_web.runs.models import Artifact, BlobRef, Run
+from deeprepo_web.artifacts.models import Artifact
+from deeprepo_web.runs.models import BlobRef, Run
 from tests.importers.writers.wandb_media import HTML
 
 pytestmark = pytest.mark.timeout(600)

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from deeprepo_web import storage
-from deeprepo_web.runs.models import Artifact, Rollout, Run
+from deeprepo_web.artifacts.models import Artifact
+from deeprepo_web.runs.models import Rollout, Run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 

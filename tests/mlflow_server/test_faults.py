@@ -18,8 +18,9 @@ import pytest
 
 from deeprepo_web.accounts.models import ApiKey
 from deeprepo_web.accounts.services import api_key_revoke
+from deeprepo_web.artifacts.models import Artifact
 from deeprepo_web.mlflow_server.models import Experiment
-from deeprepo_web.runs.models import Artifact, Metric, MetricSeries, Run
+from deeprepo_web.runs.models import Metric, MetricSeries, Run
 from tests.gunicorn import free_port, gunicorn
 from tests.mlflow_server.test_tracking import mlflow_env, write
 

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from deeprepo_web.artifacts.models import Artifact
 from deeprepo_web.mlflow_server.models import PendingSpan
-from deeprepo_web.runs.models import Artifact, Rollout, Run, ToolCall
+from deeprepo_web.runs.models import Rollout, Run, ToolCall
 from tests.importers.writers.mlflow_fill import STEPS, reward
 from tests.mlflow_server.test_tracking import mlflow_env, series
 

@@ -87,3 +87,40 @@ def test_label_of_another_project_cannot_mark(team, corpus):
     foreign = label_create(project=team.other_project, name="x")
     with pytest.raises(LabelError):
         mark_create(label=foreign, rollout=corpus.run.rollouts.first(), user=team.editor)
+
+
+def test_a_bad_colour_on_the_page_is_shown_beside_it_and_nothing_is_stored(client, team):
+    client.force_login(team.editor)
+    res = client.post(reverse("labels", args=["demo"]), {"name": "reward-hack", "colour": "red",
+                                                         "description": "edits the test"})
+    html = res.content.decode()
+    assert res.status_code == 400
+    assert '<p class="error" data-field="colour">&#x27;red&#x27; is not a colour like #d9480f</p>' in html
+    assert 'value="reward-hack"' in html and 'value="edits the test"' in html  # what was typed stays
+    assert not Label.objects.exists()
+
+
+@pytest.mark.parametrize(("turn", "message"), [
+    ("two", "turn: a turn number is a whole number (or leave it empty for the whole rollout)"),
+    ("-1", "turn: a turn number is 0 or more"),
+    ("99", "turn: #99 is not a turn of this rollout"),
+])
+def test_a_bad_turn_is_refused_and_no_mark_is_stored(client, team, corpus, turn, message):
+    label_create(project=team.project, name="gives-up")
+    client.force_login(team.editor)
+    res = client.post(reverse("mark_add", args=["demo", corpus.run.public_id, corpus.ids["giveup"]]),
+                      {"label": "gives-up", "turn": turn, "note": "see here"})
+    assert res.status_code == 400 and res.content.decode() == message
+    assert not Mark.objects.exists()
+
+
+def test_a_review_without_a_clear_answer_changes_nothing(client, team, corpus):
+    label = label_create(project=team.project, name="hack")
+    rollout = corpus.run.rollouts.get(pk=corpus.ids["hack"])
+    mark = mark_create(label=label, rollout=rollout, user=None, status=MarkStatus.PROPOSED, source="judge:1")
+    client.force_login(team.editor)
+    for data in ({}, {"confirm": "yes"}):
+        res = client.post(reverse("mark_review", args=["demo", mark.pk]), data)
+        assert res.status_code == 400 and res.content.decode() == "confirm: say confirm (1) or reject (0)"
+    mark.refresh_from_db()
+    assert mark.status == MarkStatus.PROPOSED and mark.created_by is None

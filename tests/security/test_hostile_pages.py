@@ -170,7 +170,7 @@ EXPAND = """
 """
 
 
-PARTIALS = {"run_status", "import_job"}  # htmx fragments: no stylesheet, so no layout to check
+PARTIALS = {"import_job"}  # htmx fragments: no stylesheet, so no layout to check
 
 
 def check_page(page: Any, url: str, origin: str, label: str) -> list[str]:
@@ -265,7 +265,6 @@ def test_hostile_content_is_inert_on_every_page(api, team, tmp_path, browser_pag
         "explorer": f"{p}/",
         "explorer_search": f"{p}/?q=script",
         "run": f"{run}/",
-        "run_status": f"{run}/status/",
         "rollouts": f"{run}/rollouts/",
         "groups": f"{run}/groups/",
         "trajectory": f"{run}/rollouts/{w['rollout']}/",
@@ -325,9 +324,9 @@ def test_exports_of_hostile_runs_are_text_not_html(api, team, tmp_path, client):
     for line in csv.content.decode().splitlines():
         for cell in line.split(","):
             assert not cell.lstrip('"').startswith(("=", "+", "@")), cell[:80]
-    # The status partial and the JSON the pages embed carry the text escaped.
-    res = client.get(f"/p/{team.project.slug}/runs/{w['run']}/status/")
-    assert SCRIPT.encode() not in res.content
+    # The live header and the JSON the pages embed carry the text escaped.
+    res = client.get(f"/p/{team.project.slug}/runs/{w['run']}/live/")
+    assert SCRIPT not in res.json()["header"]
     res = client.get(f"/p/{team.project.slug}/runs/{w['run']}/rollouts/{w['rollout']}/")
     assert b"<script>window.__pwned" not in res.content
     assert json.dumps(SCRIPT).encode() not in res.content

@@ -6,9 +6,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
 
-from deeprepo_web.accounts.models import Membership
+from deeprepo_web.accounts.models import Membership, Role
 from deeprepo_web.audit.models import AuditEvent
-from deeprepo_web.env import env_role_map
+from deeprepo_web.env import ROLES, env_role_map
 from deeprepo_web.sso.roles import claim_values
 from deeprepo_web.sso.services import sso_login, sso_user_create
 
@@ -18,6 +18,11 @@ def test_role_map_reads_several_projects_per_value(monkeypatch):
     # A value may hold "=" (an LDAP-style group name): the last "=" splits it from the grant.
     assert env_role_map("MAP") == {"rl-team": [("demo", "editor"), ("bench", "viewer")],
                                    "cn=admins": [("demo", "admin")]}
+
+
+def test_the_role_maps_names_are_the_project_roles():
+    # env reads settings below the accounts app, so it cannot import Role: it keeps the same names.
+    assert ROLES == tuple(Role.values)
 
 
 @pytest.mark.parametrize("bad", ["rl-team", "rl-team=demo", "rl-team=demo:owner", "=demo:admin", "x=:admin"])

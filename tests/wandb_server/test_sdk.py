@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from deeprepo_web.runs.models import Artifact, Metric, MetricSeries, Rollout, Run
+from deeprepo_web.artifacts.models import Artifact
+from deeprepo_web.runs.models import Metric, MetricSeries, Rollout, Run
 from deeprepo_web.wandb_server.models import ConsoleLine, RunAlert
 from tests.wandb_server.sdk import run_script, sdk_env, start_script, wait_for
 

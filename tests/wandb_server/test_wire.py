@@ -225,7 +225,8 @@ def test_openrlhf_generated_samples_table(client: Any, team: Any) -> None:
 
 
 def test_a_table_that_is_not_rollouts_is_kept_as_a_file(client: Any, team: Any) -> None:
-    from deeprepo_web.runs.models import Artifact, Rollout
+    from deeprepo_web.artifacts.models import Artifact
+    from deeprepo_web.runs.models import Rollout
 
     _upload(client, team.key, "media/table/lr_table_3_dddd4444.table.json",
             {"columns": ["epoch", "lr"], "data": [[1, 0.1]]})

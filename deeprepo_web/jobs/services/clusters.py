@@ -10,7 +10,7 @@ from django.utils import timezone
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.audit.models import Action
 from deeprepo_web.audit.services import audit_record
-from deeprepo_web.jobs.crypto import SecretsUnreadable
+from deeprepo_web.crypto import SecretsUnreadable
 from deeprepo_web.jobs.models import Cluster, ClusterKind
 from deeprepo_web.jobs.services.errors import JobInputError
 from deeprepo_web.jobs.services.workers import queue_clean

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 
-from deeprepo_web.accounts.models import Project
+from deeprepo_web.accounts.models import Project, Role
 from deeprepo_web.accounts.services import api_key_create, membership_set, project_create
 
 
@@ -39,7 +39,7 @@ class Command(BaseCommand):
         project = Project.objects.filter(slug=options["project"]).first()
         if project is None:
             project = project_create(slug=options["project"], name="Demo project", owner=user)
-        membership_set(project=project, user=user, role="admin")
+        membership_set(project=project, user=user, role=Role.ADMIN)
         _, key = api_key_create(project=project, user=user, name="make run")
         url = options["url"].rstrip("/")
         self.stdout.write(f"login:    {user.username} / {password}   ({url}/login/)")
