@@ -210,6 +210,11 @@ class TemplateForm(forms.Form):
         help_text='JSON list: [{"name": "steps", "type": "int", "default": 10, "min": 1, "max": 100}, …]; '
                   "types int, float, str, text, choice (with choices), bool (optional flag)")
     import_outputs = forms.BooleanField(required=False, label="import the output folder into the run at the end")
+    max_node_retries = forms.IntegerField(
+        required=False, min_value=0, max_value=10, initial=0, label="max retries on node failure",
+        help_text="a job its node killed (Slurm NODE_FAIL, BOOT_FAIL, PREEMPTED without requeue; a Ray node "
+                  "died; a lost process) is submitted again into the same run, this many times at most; "
+                  "a failure of the program itself (exit code ≠ 0) is never retried")
     res_partition = forms.CharField(required=False, label="default partition / queue (Slurm)")
     res_nodes = forms.IntegerField(required=False, min_value=1, max_value=1024, label="default nodes (Slurm)")
     res_gpus = forms.IntegerField(required=False, min_value=0, max_value=64, label="default GPUs per node")

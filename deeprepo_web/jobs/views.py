@@ -69,7 +69,7 @@ def job_detail(request: HttpRequest, slug: str, job_id: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug)
     job = selectors.job_get(project=project, job_id=job_id)
     context = {"project": project, "job": job, "events": selectors.job_events(job=job),
-               "can_write": membership.allows(Role.EDITOR)}
+               "attempts": selectors.job_attempts(job=job), "can_write": membership.allows(Role.EDITOR)}
     if is_htmx(request):
         response = render(request, "jobs/job.html#live", context)
         return HttpResponse(response.content, status=STOP_POLLING) if job.is_final else response
@@ -102,7 +102,7 @@ def template_edit(request: HttpRequest, slug: str, template_id: int | None = Non
         initial = {"slug": template.slug, "name": template.name, "kind": template.kind,
                    "description": template.description, "command_template": template.command_template,
                    "params_schema": json.dumps(template.params_schema, indent=2),
-                   "import_outputs": template.import_outputs,
+                   "import_outputs": template.import_outputs, "max_node_retries": template.max_node_retries,
                    **{f"{RES_PREFIX}{k}": v for k, v in template.resources.items()}}
     form = TemplateForm(request.POST or None, initial=initial)
     status = 200
@@ -114,7 +114,7 @@ def template_edit(request: HttpRequest, slug: str, template_id: int | None = Non
                     project=project, template=template, slug=d["slug"], name=d["name"], kind=d["kind"],
                     description=d["description"], command_template=d["command_template"],
                     params_schema=d["params_schema"], import_outputs=d["import_outputs"],
-                    resources=form.resources(),
+                    resources=form.resources(), max_node_retries=d["max_node_retries"] or 0,
                 )
             except JobInputError as e:
                 form_error(form, e.field, e.message, prefixes=(RES_PREFIX,))

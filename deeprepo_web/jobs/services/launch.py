@@ -91,7 +91,7 @@ def job_launch(
         config={"job_template": template.slug, "parameters": values, "cluster": cluster.name},
     )
     job = Job(project=project, template=template, cluster=cluster, run=run, created_by=user, name=name,
-              parameters=values, resources=res, command="")
+              parameters=values, resources=res, command="", max_node_retries=template.max_node_retries)
     job.output_dir = _output_dir(cluster, job)
     try:
         job.command = render_command(template.command_template, schema, values, {
