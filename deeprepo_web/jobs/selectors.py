@@ -15,6 +15,12 @@ EVENTS_SHOWN = 200
 ATTEMPTS_SHOWN = 20  # retries are capped at 10 per job (templates.MAX_NODE_RETRIES)
 
 
+def launch_choices(*, project: Project, slug: str) -> tuple[JobTemplate, list[Cluster]]:
+    """What a launch or sweep form of a template offers: the template (404 if not the project's or
+    built in) and the project's clusters."""
+    return template_get(project=project, slug=slug), list(Cluster.objects.filter(project=project))
+
+
 def job_list(*, project: Project) -> QuerySet[Job]:
     return (Job.objects.filter(project=project).select_related("template", "cluster", "run")
             .order_by("-created_at", "-id"))

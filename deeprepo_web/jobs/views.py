@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
-from deeprepo_web.front.http import STOP_POLLING, form_error, is_htmx
+from deeprepo_web.front.http import STOP_POLLING, form_error, form_page, is_htmx
 from deeprepo_web.jobs import selectors
 from deeprepo_web.jobs.forms import PARAM_PREFIX, RES_PREFIX, ClusterForm, LaunchForm, TemplateForm
 from deeprepo_web.jobs.models import Cluster, ClusterKind, JobTemplate
@@ -42,25 +42,15 @@ def job_list(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def job_launch(request: HttpRequest, slug: str, template_slug: str) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug, role=Role.EDITOR)
-    template = selectors.template_get(project=project, slug=template_slug)
-    clusters = list(Cluster.objects.filter(project=project))
+    template, clusters = selectors.launch_choices(project=project, slug=template_slug)
     form = LaunchForm(request.POST or None, template=template, clusters=clusters)
-    status = 200
-    if request.method == "POST":
-        if form.is_valid():
-            try:
-                job = launch.job_launch(
-                    project=project, template=template, user=request.user, name=form.cleaned_data["job_name"],
-                    cluster=next(c for c in clusters if str(c.pk) == form.cleaned_data["cluster"]),
-                    params=form.params(), resources=form.resources(),
-                )
-            except JobInputError as e:
-                form_error(form, e.field, e.message, prefixes=(PARAM_PREFIX, RES_PREFIX))
-            else:
-                return redirect("job", slug=project.slug, job_id=job.public_id)
-        status = 422
-    return render(request, "jobs/launch.html", {"project": project, "template": template, "form": form,
-                                                "clusters": clusters}, status=status)
+    return form_page(
+        request, form, lambda d: launch.job_launch(
+            project=project, template=template, user=request.user, name=d["job_name"],
+            cluster=d["cluster"], params=form.params(), resources=form.resources()),
+        done=lambda job: redirect("job", slug=project.slug, job_id=job.public_id),
+        template="jobs/launch.html", errors=JobInputError, prefixes=(PARAM_PREFIX, RES_PREFIX),
+        context={"project": project, "template": template, "clusters": clusters, "nav_tab": "jobs"})
 
 
 @require_safe
