@@ -75,6 +75,10 @@ def main() -> int:
     boot = subprocess.run(
         [*manage, "bootstrap_demo", "--url", site], check=True, cwd=ROOT, capture_output=True, text=True
     )
+    # The worker serves the default queue and every local cluster's own (the demo's among them):
+    # a local cluster given a queue would otherwise wait for a worker that never comes.
+    queues = subprocess.run([*manage, "local_queues"], check=True, cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
 
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []
     started = datetime.now(UTC).isoformat()
@@ -102,7 +106,7 @@ def main() -> int:
         os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), quiet]))
         celery = [py, "-m", "celery", "-A", "workers.celery", "--quiet"]
         # Warnings only: beat fires sync_jobs every 2 s, and every job transition is on its page anyway.
-        spawn("worker", [*celery, "worker", "-l", "warning", "-c", "4", "-n", "deeprepo@%h"])
+        spawn("worker", [*celery, "worker", "-l", "warning", "-c", "4", "-n", "deeprepo@%h", "-Q", queues])
         spawn("beat", [*celery, "beat", "-l", "warning", "-s", str(data_dir / "celerybeat-schedule")])
         web = spawn("web", [py, "-m", "gunicorn", "deeprepo_web.wsgi", "-b", f"{host}:{port}", "-w", "4",
                             "--threads", "1", "--preload", "--access-logfile", "-", "--timeout", "120"])

@@ -29,3 +29,24 @@ def enqueue(name: str, *args: Any, countdown: float | None = None, queue: str | 
         log.warning("could not queue %s%r: %s: %s", name, args, exc.__class__.__name__, exc)
         return False
     return True
+
+
+def enqueue_many(name: str, args_list: list[tuple[Any, ...]], *, queue: str | None = None) -> int:
+    """Send task `name` once per args tuple over one broker connection (a sweep's chunk of jobs:
+    one connection checkout, not one per message). Returns how many went, in order; the rest
+    were not queued (the broker went away), with a log line."""
+    sent = 0
+    try:
+        if app.conf.task_always_eager:
+            for args in args_list:
+                app.tasks[name].apply(args=args)
+                sent += 1
+            return sent
+        with app.producer_or_acquire() as producer:
+            for args in args_list:
+                app.send_task(name, args=args, queue=queue, producer=producer)
+                sent += 1
+    except Exception as exc:  # noqa: BLE001 - as enqueue: every kombu/redis error means "not queued"
+        log.warning("could not queue %s for %d of %d: %s: %s", name, len(args_list) - sent, len(args_list),
+                    exc.__class__.__name__, exc)
+    return sent

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django import forms
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+T = TypeVar("T")
 
 # htmx stops polling when a response carries this status.
 STOP_POLLING = 286
@@ -53,6 +58,21 @@ def error_lines(form: forms.BaseForm) -> list[str]:
     errors as they are), for a page that shows them away from the form."""
     return [str(message) if name == "__all__" else f"{form.fields[name].label or name}: {message}"
             for name, messages in form.errors.items() for message in messages]
+def form_page(request: HttpRequest, form: forms.BaseForm, save: Callable[[dict[str, Any]], T], *,
+              done: Callable[[T], HttpResponse], template: str, context: dict[str, Any],
+              errors: type[Exception], prefixes: tuple[str, ...] = ()) -> HttpResponse:
+    """A form page whose POST is one service call: `save(cleaned_data)`, then `done(result)` (a
+    redirect). A GET renders `template`; a form or service refusal renders it again with 422, the
+    service's error (a feature's input error with `field` and `message`) beside its field."""
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                return done(save(form.cleaned_data))
+            except errors as e:
+                form_error(form, getattr(e, "field", "__all__"), getattr(e, "message", str(e)), prefixes=prefixes)
+        status = 422
+    return render(request, template, {**context, "form": form}, status=status)
 
 
 def int_param(raw: str, name: str, errors: list[str]) -> int | None:

@@ -72,17 +72,28 @@ def _param_field(p: dict[str, Any]) -> forms.Field:
     return forms.CharField(max_length=p.get("max_length"), strip=False, widget=widget, **common)
 
 
+class ClusterChoiceField(forms.ChoiceField):
+    """One of the project's clusters (a launch or a sweep form); the cleaned value is its row."""
+
+    def set_clusters(self, clusters: list[Cluster]) -> None:
+        self.clusters = {str(c.pk): c for c in clusters}
+        self.choices = [(pk, f"{c.name} ({c.kind})") for pk, c in self.clusters.items()]
+
+    def clean(self, value: Any) -> Cluster:
+        return self.clusters[super().clean(value)]
+
+
 class LaunchForm(forms.Form):
     job_name = forms.CharField(label="run name", max_length=200, required=False,
                                help_text="default: the template name and the time")
-    cluster = forms.ChoiceField(label="cluster")
+    cluster = ClusterChoiceField(label="cluster")
 
     def __init__(self, *args: Any, template: JobTemplate, clusters: list[Cluster], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.template = template
         self.schema = validate_schema(template.params_schema)
         cluster_field: Any = self.fields["cluster"]
-        cluster_field.choices = [(str(c.pk), f"{c.name} ({c.kind})") for c in clusters]
+        cluster_field.set_clusters(clusters)
         self.cluster_kinds = {str(c.pk): c.kind for c in clusters}
         for p in self.schema:
             field = _param_field(p)
@@ -131,7 +142,8 @@ class LaunchForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         # A field the chosen cluster does not read was hidden: its value (and any error in it) goes.
-        shown = RESOURCES_BY_KIND.get(self.cluster_kinds.get(str(cleaned.get("cluster")), ""), RESOURCE_FIELDS)
+        cluster = cleaned.get("cluster")
+        shown = RESOURCES_BY_KIND.get(cluster.kind if cluster else "", RESOURCE_FIELDS)
         for name in set(RESOURCE_FIELDS) - set(shown):
             cleaned.pop(RES_PREFIX + name, None)
             self.errors.pop(RES_PREFIX + name, None)
@@ -210,6 +222,11 @@ class TemplateForm(forms.Form):
         help_text='JSON list: [{"name": "steps", "type": "int", "default": 10, "min": 1, "max": 100}, …]; '
                   "types int, float, str, text, choice (with choices), bool (optional flag)")
     import_outputs = forms.BooleanField(required=False, label="import the output folder into the run at the end")
+    max_node_retries = forms.IntegerField(
+        required=False, min_value=0, max_value=10, initial=0, label="max retries on node failure",
+        help_text="a job its node killed (Slurm NODE_FAIL, BOOT_FAIL, PREEMPTED without requeue; a Ray node "
+                  "died; a lost process) is submitted again into the same run, this many times at most; "
+                  "a failure of the program itself (exit code ≠ 0) is never retried")
     res_partition = forms.CharField(required=False, label="default partition / queue (Slurm)")
     res_nodes = forms.IntegerField(required=False, min_value=1, max_value=1024, label="default nodes (Slurm)")
     res_gpus = forms.IntegerField(required=False, min_value=0, max_value=64, label="default GPUs per node")

@@ -86,6 +86,9 @@ class JobTemplate(models.Model):
     import_outputs = models.BooleanField(default=False)
     # What the launch form starts from: partition, nodes, GPUs per node, time limit (Resources keys).
     resources = models.JSONField(default=dict, blank=True)
+    # Max retries on node failure: a job that dies because of its node or cluster (see
+    # jobs.services.retries) is submitted again into the same run up to this many times.
+    max_node_retries = models.PositiveSmallIntegerField(default=0)
     builtin = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
@@ -141,6 +144,9 @@ class Job(models.Model):
     attempts = models.IntegerField(default=0)
     # Times the cluster requeued the job (preemption, node failure), as it last reported.
     requeues = models.IntegerField(default=0)
+    # The template's retry policy at launch, and how many times we resubmitted after a node failure.
+    max_node_retries = models.PositiveSmallIntegerField(default=0)
+    node_retries = models.PositiveSmallIntegerField(default=0)
     exit_code = models.IntegerField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
     log_tail = models.TextField(blank=True, default="")
@@ -194,6 +200,24 @@ class JobEvent(models.Model):
     class Meta:
         ordering = ["at", "id"]
         indexes = [models.Index(fields=["job", "at"], name="jobevent_job_at")]
+
+
+class JobAttempt(models.Model):
+    """One submission of a job to its cluster: the first, then one per resubmission after a node
+    failure. A Slurm requeue is not a new attempt (the cluster reruns the same id)."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempt_rows")
+    number = models.PositiveSmallIntegerField()
+    external_id = models.CharField(max_length=200)
+    submitted_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    state = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    reason = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [models.UniqueConstraint(fields=["job", "number"], name="jobattempt_job_number_unique")]
 
 
 class WorkerQueue(models.Model):

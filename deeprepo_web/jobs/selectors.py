@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db.models import QuerySet
 from django.http import Http404
 
 from deeprepo_web.accounts.models import Project
-from deeprepo_web.jobs.models import Cluster, Job, JobEvent, JobTemplate
+from deeprepo_web.jobs.models import Cluster, ClusterKind, Job, JobAttempt, JobEvent, JobTemplate
 from deeprepo_web.jobs.services.workers import queues_live
 
 JOBS_PAGE = 50
 EVENTS_SHOWN = 200
+ATTEMPTS_SHOWN = 20  # retries are capped at 10 per job (templates.MAX_NODE_RETRIES)
+
+
+def launch_choices(*, project: Project, slug: str) -> tuple[JobTemplate, list[Cluster]]:
+    """What a launch or sweep form of a template offers: the template (404 if not the project's or
+    built in) and the project's clusters."""
+    return template_get(project=project, slug=slug), list(Cluster.objects.filter(project=project))
 
 
 def job_list(*, project: Project) -> QuerySet[Job]:
@@ -26,9 +34,24 @@ def job_get(*, project: Project, job_id: str) -> Job:
     return job
 
 
+def job_attempts(*, job: Job) -> list[JobAttempt]:
+    """Every submission of the job (the first, then one per retry after a node failure); the
+    page lists them when a retry policy is set or there was more than one."""
+    return list(JobAttempt.objects.filter(job=job).order_by("number")[:ATTEMPTS_SHOWN])
+
+
 def job_events(*, job: Job) -> list[JobEvent]:
     # The newest EVENTS_SHOWN, shown oldest first.
     return list(reversed(JobEvent.objects.filter(job=job).order_by("-at", "-id")[:EVENTS_SHOWN]))
+
+
+def local_queues() -> list[str]:
+    """The default queue, then the queues of every local cluster (any project): their jobs run on
+    this machine, so the worker `make run` starts here must listen there too. Slurm and Ray
+    clusters keep their own workers (docs/deploy.md): this one may not reach them."""
+    default = str(settings.CELERY_TASK_DEFAULT_QUEUE)
+    named = Cluster.objects.filter(kind=ClusterKind.LOCAL).exclude(queue="").exclude(queue=default)
+    return [default, *sorted(set(named.values_list("queue", flat=True)))]
 
 
 def clusters_with_workers(*, project: Project) -> list[Cluster]:

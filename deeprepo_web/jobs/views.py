@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
-from deeprepo_web.front.http import STOP_POLLING, form_error, is_htmx
+from deeprepo_web.front.http import STOP_POLLING, form_error, form_page, is_htmx
 from deeprepo_web.jobs import selectors
 from deeprepo_web.jobs.forms import PARAM_PREFIX, RES_PREFIX, ClusterForm, LaunchForm, TemplateForm
 from deeprepo_web.jobs.models import Cluster, ClusterKind, JobTemplate
@@ -42,25 +42,15 @@ def job_list(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def job_launch(request: HttpRequest, slug: str, template_slug: str) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug, role=Role.EDITOR)
-    template = selectors.template_get(project=project, slug=template_slug)
-    clusters = list(Cluster.objects.filter(project=project))
+    template, clusters = selectors.launch_choices(project=project, slug=template_slug)
     form = LaunchForm(request.POST or None, template=template, clusters=clusters)
-    status = 200
-    if request.method == "POST":
-        if form.is_valid():
-            try:
-                job = launch.job_launch(
-                    project=project, template=template, user=request.user, name=form.cleaned_data["job_name"],
-                    cluster=next(c for c in clusters if str(c.pk) == form.cleaned_data["cluster"]),
-                    params=form.params(), resources=form.resources(),
-                )
-            except JobInputError as e:
-                form_error(form, e.field, e.message, prefixes=(PARAM_PREFIX, RES_PREFIX))
-            else:
-                return redirect("job", slug=project.slug, job_id=job.public_id)
-        status = 422
-    return render(request, "jobs/launch.html", {"project": project, "template": template, "form": form,
-                                                "clusters": clusters}, status=status)
+    return form_page(
+        request, form, lambda d: launch.job_launch(
+            project=project, template=template, user=request.user, name=d["job_name"],
+            cluster=d["cluster"], params=form.params(), resources=form.resources()),
+        done=lambda job: redirect("job", slug=project.slug, job_id=job.public_id),
+        template="jobs/launch.html", errors=JobInputError, prefixes=(PARAM_PREFIX, RES_PREFIX),
+        context={"project": project, "template": template, "clusters": clusters, "nav_tab": "jobs"})
 
 
 @require_safe
@@ -69,7 +59,7 @@ def job_detail(request: HttpRequest, slug: str, job_id: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug)
     job = selectors.job_get(project=project, job_id=job_id)
     context = {"project": project, "job": job, "events": selectors.job_events(job=job),
-               "can_write": membership.allows(Role.EDITOR)}
+               "attempts": selectors.job_attempts(job=job), "can_write": membership.allows(Role.EDITOR)}
     if is_htmx(request):
         response = render(request, "jobs/job.html#live", context)
         return HttpResponse(response.content, status=STOP_POLLING) if job.is_final else response
@@ -102,7 +92,7 @@ def template_edit(request: HttpRequest, slug: str, template_id: int | None = Non
         initial = {"slug": template.slug, "name": template.name, "kind": template.kind,
                    "description": template.description, "command_template": template.command_template,
                    "params_schema": json.dumps(template.params_schema, indent=2),
-                   "import_outputs": template.import_outputs,
+                   "import_outputs": template.import_outputs, "max_node_retries": template.max_node_retries,
                    **{f"{RES_PREFIX}{k}": v for k, v in template.resources.items()}}
     form = TemplateForm(request.POST or None, initial=initial)
     status = 200
@@ -114,7 +104,7 @@ def template_edit(request: HttpRequest, slug: str, template_id: int | None = Non
                     project=project, template=template, slug=d["slug"], name=d["name"], kind=d["kind"],
                     description=d["description"], command_template=d["command_template"],
                     params_schema=d["params_schema"], import_outputs=d["import_outputs"],
-                    resources=form.resources(),
+                    resources=form.resources(), max_node_retries=d["max_node_retries"] or 0,
                 )
             except JobInputError as e:
                 form_error(form, e.field, e.message, prefixes=(RES_PREFIX,))

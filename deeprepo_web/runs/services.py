@@ -72,6 +72,16 @@ def run_create(
     return Run.objects.create(project=project, source=source, **fields), True
 
 
+def runs_create_queued(*, project: Project, source: str, runs: list[dict[str, Any]]) -> list[Run]:
+    """Many queued runs in one INSERT (a sweep's chunk of jobs): each dict holds name, kind, method,
+    config, and may fix its public_id (the caller put it in a command line already); nothing started,
+    nothing summarised yet, no external id."""
+    made = [Run(project=project, source=source, status=RunStatus.QUEUED, name=r["name"], kind=r["kind"],
+                method=r.get("method", ""), config=r.get("config") or {},
+                **({"public_id": r["public_id"]} if r.get("public_id") else {})) for r in runs]
+    return Run.objects.bulk_create(made)
+
+
 def run_update(*, run: Run, **changes: Any) -> Run:
     unknown = set(changes) - set(RUN_FIELDS) - {"parent", "checkpoint_step", "summary", "started_at", "finished_at"}
     if unknown:

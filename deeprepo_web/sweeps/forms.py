@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 
+from deeprepo_web.jobs.forms import ClusterChoiceField
 from deeprepo_web.jobs.models import Cluster, JobTemplate
 from deeprepo_web.jobs.params import validate_schema
 from deeprepo_web.sweeps.models import Direction, Method, Pruner
@@ -23,7 +24,7 @@ def _shown(value: Any) -> str:
 class SweepForm(forms.Form):
     name = forms.CharField(max_length=200, required=False, label="Sweep name",
                            help_text="default: the template's name and the date")
-    cluster = forms.ChoiceField(label="Cluster")
+    cluster = ClusterChoiceField(label="Cluster")
     method = forms.ChoiceField(choices=Method.choices, initial=Method.TPE)
     metric = forms.CharField(max_length=500, initial="reward",
                              help_text="a metric key the program logs; its last value is the trial's result")
@@ -41,8 +42,8 @@ class SweepForm(forms.Form):
     def __init__(self, *args: Any, template: JobTemplate, clusters: list[Cluster], **kw: Any) -> None:
         super().__init__(*args, **kw)
         cluster = self.fields["cluster"]
-        assert isinstance(cluster, forms.ChoiceField)
-        cluster.choices = [(str(c.pk), f"{c.name} ({c.kind})") for c in clusters]
+        assert isinstance(cluster, ClusterChoiceField)
+        cluster.set_clusters(clusters)
         self.schema = validate_schema(template.params_schema)
         for p in self.schema:
             self.fields[SPACE_PREFIX + p["name"]] = forms.CharField(

@@ -20,7 +20,7 @@ from deeprepo_web.accounts.models import Project
 from deeprepo_web.jobs.models import FINAL_JOB_STATUSES, Cluster, Job, JobStatus, JobTemplate
 from deeprepo_web.jobs.params import ParamError, validate_params, validate_schema
 from deeprepo_web.jobs.services.errors import JobInputError, JobStateError
-from deeprepo_web.jobs.services.launch import job_cancel, job_launch
+from deeprepo_web.jobs.services.launch import job_cancel, jobs_launch
 from deeprepo_web.jobs.services.state import advisory_lock, job_event
 from deeprepo_web.runs.models import Metric, MetricSeries
 from deeprepo_web.sweeps import study as studies
@@ -228,24 +228,26 @@ def _launch_more(sweep: Sweep, study: Any, trials: list[Trial]) -> int:
 
 
 def _trials_launch(sweep: Sweep, first: int, points: list[tuple[dict[str, Any], dict[str, Any]]]) -> bool:
-    """Launch a chunk of trials in one transaction (one commit for many jobs: 200 trials queue in
-    seconds); each job through job_launch, whose own savepoint lets one refused point fail alone."""
+    """Launch a chunk of trials in one transaction: their jobs through jobs_launch (runs, jobs,
+    events in one INSERT each, the dispatch messages sent together), a refused point failing alone."""
     with transaction.atomic():
         # The sweep's row lock orders these launches against a cancel: after one, no trial starts.
         if not list(Sweep.objects.select_for_update().filter(pk=sweep.pk, status=SweepStatus.RUNNING)
                     .values_list("pk", flat=True)):
             return False
+        launched = jobs_launch(
+            project=sweep.project, template=sweep.template, cluster=sweep.cluster, user=sweep.created_by,
+            points=[(f"{sweep.name} · trial {n}", {**sweep.fixed, **params})
+                    for n, (params, _) in enumerate(points, start=first)])
         made: list[Trial] = []
-        for number, (params, attrs) in enumerate(points, start=first):
+        for number, ((params, attrs), job) in enumerate(zip(points, launched, strict=True), start=first):
             trial = Trial(sweep=sweep, number=number, params=params, system_attrs=attrs)
-            try:
-                trial.job = job_launch(project=sweep.project, template=sweep.template, cluster=sweep.cluster,
-                                       params={**sweep.fixed, **params}, user=sweep.created_by,
-                                       name=f"{sweep.name} · trial {number}")
-            except JobInputError as e:
+            if isinstance(job, JobInputError):
                 # A sampled point the template refuses: the trial fails, and the sampler learns it.
-                trial.status, trial.note, trial.finished_at = TrialStatus.FAILED, f"{e.field}: {e.message}", \
+                trial.status, trial.note, trial.finished_at = TrialStatus.FAILED, f"{job.field}: {job.message}", \
                     timezone.now()
+            else:
+                trial.job = job
             made.append(trial)
         Trial.objects.bulk_create(made)
         runs = [(t.job.run_id, t.number) for t in made if t.job is not None and t.job.run_id is not None]

@@ -11,9 +11,8 @@ from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
-from deeprepo_web.front.http import STOP_POLLING, form_error, is_htmx
+from deeprepo_web.front.http import STOP_POLLING, form_page, is_htmx
 from deeprepo_web.jobs import selectors as job_selectors
-from deeprepo_web.jobs.models import Cluster
 from deeprepo_web.jobs.services import templates
 from deeprepo_web.sweeps import charts, selectors, services
 from deeprepo_web.sweeps.errors import SweepInputError
@@ -34,30 +33,17 @@ def sweep_list(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def sweep_new(request: HttpRequest, slug: str, template_slug: str) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug, role=Role.EDITOR)
-    templates.templates_for_project(project)
-    template = job_selectors.template_get(project=project, slug=template_slug)
-    clusters = list(Cluster.objects.filter(project=project))
+    template, clusters = job_selectors.launch_choices(project=project, slug=template_slug)
     form = SweepForm(request.POST or None, template=template, clusters=clusters)
-    status = 200
-    if request.method == "POST":
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                sweep = services.sweep_create(
-                    project=project, template=template, user=request.user, name=data["name"],
-                    cluster=next(c for c in clusters if str(c.pk) == data["cluster"]), specs=form.specs(),
-                    method=data["method"], metric=data["metric"], direction=data["direction"],
-                    max_trials=data["max_trials"], max_parallel=data["max_parallel"], pruner=data["pruner"],
-                    warmup_steps=data["warmup_steps"], startup_trials=data["startup_trials"],
-                    seed=data["seed"] or 0,
-                )
-            except SweepInputError as e:
-                form_error(form, e.field, e.message, prefixes=(SPACE_PREFIX,))
-            else:
-                return redirect("sweep", slug=project.slug, sweep_id=sweep.public_id)
-        status = 422
-    return render(request, "sweeps/new.html", {"project": project, "template": template, "form": form,
-                                               "clusters": clusters}, status=status)
+    return form_page(
+        request, form, lambda d: services.sweep_create(
+            project=project, template=template, user=request.user, name=d["name"], cluster=d["cluster"],
+            specs=form.specs(), method=d["method"], metric=d["metric"], direction=d["direction"],
+            max_trials=d["max_trials"], max_parallel=d["max_parallel"], pruner=d["pruner"],
+            warmup_steps=d["warmup_steps"], startup_trials=d["startup_trials"], seed=d["seed"] or 0),
+        done=lambda sweep: redirect("sweep", slug=project.slug, sweep_id=sweep.public_id),
+        template="sweeps/new.html", errors=SweepInputError, prefixes=(SPACE_PREFIX,),
+        context={"project": project, "template": template, "clusters": clusters, "nav_tab": "sweeps"})
 
 
 @require_safe

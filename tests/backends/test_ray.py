@@ -151,3 +151,22 @@ def test_gpus_are_checked_against_the_nodes_of_the_cluster(ray_backend: Backend)
         with pytest.raises(BackendError) as e:
             ray_backend.check_resources(res)
         assert e.value.permanent and e.value.message.startswith(said)
+
+
+@pytest.mark.parametrize(("info", "node"), [
+    # Ray's own job records (GET /api/jobs/<id>) as the head answers them: only a dead supervisor
+    # (its node died) is the node's failure; the program's exit code, a bad entrypoint, a runtime
+    # env that did not build are the job's own.
+    ({"status": "FAILED", "error_type": "JOB_SUPERVISOR_ACTOR_DIED", "driver_exit_code": None,
+      "message": "Job supervisor actor died: the node running it died"}, True),
+    ({"status": "FAILED", "message": "Unexpected error occurred: The actor died because its node has died. "
+                                     "Node Id: 3f2e"}, True),
+    ({"status": "FAILED", "error_type": "JOB_ENTRYPOINT_COMMAND_ERROR", "driver_exit_code": 3,
+      "message": "Job entrypoint command failed with exit code 3"}, False),
+    ({"status": "FAILED", "error_type": "RUNTIME_ENV_SETUP_FAILURE", "message": "pip failed"}, False),
+    ({"status": "FAILED", "driver_exit_code": 137, "message": "node killed? exit code 137"}, False),
+])
+def test_a_dead_node_is_told_apart_from_the_programs_failure(info: dict[str, object], node: bool) -> None:
+    from workers.backends.ray import ray_node_failure
+
+    assert ray_node_failure(info) is node

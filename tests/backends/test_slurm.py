@@ -21,6 +21,26 @@ def test_scancel_by_hand_is_noticed(slurm_backend: Backend, slurm_cluster: Slurm
     assert status.state is JobState.CANCELLED and "on the cluster" in status.reason
 
 
+def test_node_failure_is_told_apart_from_the_programs_failure(slurm_backend: Backend, slurm_cluster: SlurmCluster,
+                                                              work: Path) -> None:
+    out = work / "o.json"
+    jid = slurm_backend.submit(JobSpec(job_id="nf1", command=probe_command([]), env=probe_env(out, sleep=60)))
+    wait_file(out)
+    # Not requeueable (JobRequeue=0 or --no-requeue): a node going down ends the job NODE_FAIL.
+    assert slurm_cluster.run("scontrol", "update", f"jobid={jid}", "requeue=0").returncode == 0
+    try:
+        assert slurm_cluster.run("scontrol", "update", "nodename=localhost", "state=down",
+                                 "reason=deeprepo-test").returncode == 0
+        status = wait_state(slurm_backend, jid, DONE)
+    finally:
+        slurm_cluster.run("scontrol", "update", "nodename=localhost", "state=resume")
+    assert status.state is JobState.FAILED and status.node_failure and status.exit_code is None
+    assert status.reason == "NODE_FAIL: its node failed, NodeDown"
+    failed = slurm_backend.submit(JobSpec(job_id="nf2", command=probe_command([]), env=probe_env(out, exit_code=4)))
+    status = wait_state(slurm_backend, failed, DONE, timeout=60)
+    assert status.state is JobState.FAILED and not status.node_failure and status.exit_code == 4
+
+
 def test_hostile_parameters_arrive_as_inert_data(slurm_backend: Backend, work: Path) -> None:
     canary, out = work / "pwned", work / "o.json"
     evil = hostile_values(canary)

@@ -230,3 +230,34 @@ def test_editor_cannot_manage_clusters(client: Any, team: Any, cluster: Cluster)
     _login(client, team.editor)
     assert client.get("/p/demo/clusters/new/?kind=local").status_code == 404
     assert client.post(f"/p/demo/clusters/{cluster.pk}/test/").status_code == 404
+
+
+def test_job_page_shows_parameters_only_when_there_are_some(client: Any, team: Any, cluster: Cluster) -> None:
+    from deeprepo_web.jobs.services.launch import job_launch
+    from deeprepo_web.jobs.services.templates import template_save
+
+    bare = template_save(project=team.project, slug="bare", name="Bare", kind="train", command_template="true",
+                         params_schema=[])
+    job = job_launch(project=team.project, template=bare, cluster=cluster, params={}, user=team.editor)
+    page = _login(client, team.viewer).get(f"/p/demo/jobs/{job.public_id}/").content.decode()
+    assert "<h2>Parameters" not in page and "<h2>Resources" not in page and ">none<" not in page
+    job = job_launch(project=team.project, template=bare, cluster=cluster, params={}, resources={"cpus": 2})
+    page = client.get(f"/p/demo/jobs/{job.public_id}/").content.decode()
+    assert "<h2>Resources</h2>" in page and "<th>cpus</th><td><code>2</code>" in page
+    r = _post_demo(_login(client, team.editor), cluster, res_gpus="0")
+    page = client.get(r["Location"]).content.decode()
+    assert "<h2>Parameters" in page and "<th>steps</th><td><code>5</code>" in page
+
+
+def test_template_form_saves_the_retry_policy_and_refuses_a_bad_one(client: Any, team: Any) -> None:
+    _login(client, team.editor)
+    data = {"slug": "flaky", "name": "Flaky", "kind": "train", "command_template": "true", "params_schema": "[]",
+            "max_node_retries": "11"}
+    r = client.post("/p/demo/jobs/templates/new/", data)
+    assert r.status_code == 422 and "less than or equal to 10" in r.content.decode()
+    r = client.post("/p/demo/jobs/templates/new/", {**data, "max_node_retries": "3"})
+    assert r.status_code == 302
+    template = JobTemplate.objects.get(project=team.project, slug="flaky")
+    assert template.max_node_retries == 3
+    r = client.get(f"/p/demo/jobs/templates/{template.pk}/")
+    assert 'name="max_node_retries"' in r.content.decode() and 'value="3"' in r.content.decode()

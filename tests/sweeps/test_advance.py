@@ -110,3 +110,38 @@ def test_cancel_all_cancels_every_open_trial_and_launches_no_more(team: Any, loc
     assert Trial.objects.filter(sweep=sweep).count() == 2
     sweep.refresh_from_db()
     assert sweep.status == SweepStatus.CANCELLED
+
+
+def test_trials_launch_in_bulk_with_a_fixed_number_of_queries(team: Any, local_cluster: Any) -> None:
+    """200 trials queue in seconds: a chunk's runs, jobs and events go in one INSERT each, so the
+    queries of an advance do not grow with the trials it launches."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    counts = []
+    for n in (5, 50):
+        sweep = _sweep(team, local_cluster, method="random", specs={"lr": "0.001 .. 0.5 log"}, max_trials=n,
+                       max_parallel=n, pruner="none", name=f"bulk {n}")
+        with CaptureQueriesContext(connection) as ctx:
+            assert sweep_advance(sweep_id=sweep.pk)["launched"] == n
+        counts.append(len(ctx.captured_queries))
+        jobs = Job.objects.filter(sweep_trial__sweep=sweep).select_related("run")
+        assert jobs.count() == n and {j.status for j in jobs} == {"pending"}
+        for j in jobs:
+            assert j.run.status == "queued" and j.run.config["sweep"]["trial"] == j.sweep_trial.number
+            assert j.run.config["parameters"]["lr"] == j.sweep_trial.params["lr"] and j.public_id in j.output_dir
+            assert j.events.first().reason.startswith("launched by owner on ")
+    # 50 trials are two chunks of 25: a few more statements per chunk, none per trial.
+    assert counts[1] <= counts[0] + 20, counts
+
+
+def test_a_point_the_template_refuses_fails_alone_in_its_chunk(team: Any, local_cluster: Any) -> None:
+    from deeprepo_web.jobs.services.errors import JobInputError
+    from deeprepo_web.jobs.services.launch import jobs_launch
+
+    template = builtin("demo-grpo")
+    out = jobs_launch(project=team.project, template=template, cluster=local_cluster, user=team.owner, points=[
+        ("a", {"steps": 5}), ("b", {"steps": 0}), ("a", {"steps": 6})])
+    assert isinstance(out[1], JobInputError) and out[1].field == "steps"
+    assert [j.run.name for j in out if isinstance(j, Job)] == ["a", "a (2)"]
+    assert Job.objects.filter(project=team.project).count() == 2

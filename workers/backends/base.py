@@ -58,6 +58,11 @@ class JobStatus:
     # How often the cluster put the job back in its queue (Slurm requeue: preemption, node
     # failure, an admin's `scontrol requeue`); the same job id runs again, into the same run.
     restarts: int = 0
+    # The job ended because of its node or the cluster, not because of the program: Slurm
+    # NODE_FAIL, BOOT_FAIL, PREEMPTED (not requeued); a Ray job whose supervisor's node died.
+    # The job service may submit such a job again (a template's "max retries on node failure");
+    # JobState.LOST counts as one too (the cluster forgot the job and no exit code exists).
+    node_failure: bool = False
 
 
 # Values that end up in sbatch options, file names or HTTP ids. Conservative on purpose:

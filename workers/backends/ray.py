@@ -35,9 +35,23 @@ _STATES = {
     "STOPPED": JobState.CANCELLED,
 }
 _EXIT_IN_MESSAGE = re.compile(r"exit code (-?\d+)")
+# The entrypoint runs beside its job supervisor actor: when that actor dies (its node died, or a
+# raylet was killed) the job fails without an exit code of the program's own: a node failure.
+_NODE_FAILURE_TYPES = {"JOB_SUPERVISOR_ACTOR_DIED"}
+_NODE_FAILURE_MESSAGE = re.compile(r"job supervisor actor died|node .{0,80}(died|dead|was terminated)",
+                                   re.IGNORECASE)
 # A head whose job agent is not up yet (fresh head, or one under load) answers 500 with this.
 _BUSY = re.compile(r"No available agent to submit job|try again later", re.IGNORECASE)
 _BUSY_BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0, 8.0, 0.0)
+
+
+def ray_node_failure(info: Mapping[str, Any]) -> bool:
+    """Did this failed Ray job die with its node (not by the program's own exit)?"""
+    if info.get("driver_exit_code") is not None:
+        return False
+    if info.get("error_type"):
+        return str(info["error_type"]) in _NODE_FAILURE_TYPES
+    return bool(_NODE_FAILURE_MESSAGE.search(str(info.get("message") or "")))
 
 
 @register("ray")
@@ -165,7 +179,8 @@ class RayBackend(Backend):
         reason = describe_exit(code) if isinstance(code, int) else message.splitlines()[0]
         if state is JobState.FAILED and info.get("error_type"):
             reason += f" [{info['error_type']}]"
-        return JobStatus(state, code if isinstance(code, int) else None, reason)
+        return JobStatus(state, code if isinstance(code, int) else None, reason,
+                         node_failure=state is JobState.FAILED and ray_node_failure(info))
 
     def check_resources(self, resources: Resources) -> None:
         if resources.nodes and resources.nodes > 1:

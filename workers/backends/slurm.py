@@ -28,6 +28,10 @@ DEFAULT_STATE_DIR = ".deeprepo/slurm"
 _PENDING = {"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "CONFIGURING", "POWER_UP_NODE"}
 _RUNNING = {"RUNNING", "COMPLETING", "SUSPENDED", "STAGE_OUT", "SIGNALING", "STOPPED", "RESIZING"}
 _FAILED = {"FAILED", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "TIMEOUT", "PREEMPTED", "SPECIAL_EXIT"}
+# Final states the node or the cluster caused, not the program (a PREEMPTED job that Slurm
+# requeues never reaches this state; it shows as REQUEUED/PENDING). TIMEOUT, DEADLINE and
+# OUT_OF_MEMORY are the job's own limits: running it again would end the same way.
+_NODE_FAILURE = {"NODE_FAIL", "BOOT_FAIL", "PREEMPTED"}
 
 # Error texts of a controller that is down or slow: worth retrying, never a verdict on the job.
 _TRANSIENT = re.compile(
@@ -41,7 +45,7 @@ _JOB_ID = re.compile(r"\d{1,12}(_\d{1,9})?")
 
 def map_slurm_state(raw: str) -> JobState:
     # squeue may add flags ("CANCELLED by 0", "RUNNING+..."); the first word decides.
-    word = re.split(r"[\s+]", raw.strip().upper(), maxsplit=1)[0] if raw.strip() else ""
+    word = _state_word(raw)
     if word in _PENDING:
         return JobState.PENDING
     if word in _RUNNING:
@@ -53,6 +57,19 @@ def map_slurm_state(raw: str) -> JobState:
     if word in _FAILED:
         return JobState.FAILED
     return JobState.UNKNOWN
+
+
+def _state_word(raw: str) -> str:
+    return re.split(r"[\s+]", raw.strip().upper(), maxsplit=1)[0] if raw.strip() else ""
+
+
+def _node_failure(word: str, detail: str) -> JobStatus:
+    """A final state the node caused: no exit code of the program's own (Slurm reports the signal
+    it killed the job with), the state and Slurm's reason shown."""
+    what = {"NODE_FAIL": "its node failed", "BOOT_FAIL": "its node failed to boot",
+            "PREEMPTED": "preempted and not requeued"}[word]
+    extra = f", {detail}" if detail and detail not in ("None", word) else ""
+    return JobStatus(JobState.FAILED, None, f"{word}: {what}{extra}", node_failure=True)
 
 
 def _exit_from_pair(pair: str) -> int | None:
@@ -258,9 +275,13 @@ class SlurmBackend(Backend):
                 state = map_slurm_state(str(raw or ""))
                 if state.is_terminal:
                     # JSON carries the raw wait status; scontrol has the clean "code:signal".
+                    if _state_word(str(raw or "")) in _NODE_FAILURE:
+                        return self._from_scontrol(jid) or _node_failure(_state_word(str(raw)), "")
                     return self._from_scontrol(jid) or JobStatus(state, None, str(raw))
                 restarts = job.get("restart_cnt")
-                return JobStatus(state, None, str(job.get("state_reason") or raw),
+                # Slurm says "None" when there is no reason (a running job): nothing to show.
+                reason = str(job.get("state_reason") or "")
+                return JobStatus(state, None, "" if reason == "None" else reason,
                                  restarts=restarts if isinstance(restarts, int) else 0)
         return None
 
@@ -275,7 +296,9 @@ class SlurmBackend(Backend):
             return None
         raw, _, reason = line.partition("|")
         state = map_slurm_state(raw)
-        return self._from_scontrol(jid) if state.is_terminal else JobStatus(state, None, reason or raw)
+        if state.is_terminal:
+            return self._from_scontrol(jid)
+        return JobStatus(state, None, "" if reason == "None" else reason)
 
     def _from_scontrol(self, jid: str) -> JobStatus | None:
         r = self._run("scontrol", "show", "job", "-o", jid)
@@ -284,6 +307,8 @@ class SlurmBackend(Backend):
                 return None
             raise self._fail("scontrol failed", r)
         fields: dict[str, str] = {m.group(1): m.group(2) for m in re.finditer(r"(\w+)=(\S*)", r.stdout)}
+        if _state_word(fields.get("JobState", "")) in _NODE_FAILURE:
+            return _node_failure(_state_word(fields["JobState"]), fields.get("Reason", ""))
         state = map_slurm_state(fields.get("JobState", ""))
         code = _exit_from_pair(fields.get("ExitCode", "")) if state.is_terminal else None
         reason = fields.get("Reason", "")
@@ -301,6 +326,8 @@ class SlurmBackend(Backend):
             for line in r.stdout.splitlines():
                 parts = line.strip().split("|")
                 if len(parts) == 3 and parts[0] == jid:
+                    if _state_word(parts[1]) in _NODE_FAILURE:
+                        return _node_failure(_state_word(parts[1]), "")
                     state = map_slurm_state(parts[1])
                     code = _exit_from_pair(parts[2])
                     reason = parts[1] if state is JobState.CANCELLED or code is None else describe_exit(code)

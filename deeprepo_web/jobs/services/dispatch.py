@@ -17,6 +17,7 @@ from deeprepo_web.accounts.services import api_key_create, api_key_revoke
 from deeprepo_web.jobs.models import Job, JobStatus
 from deeprepo_web.jobs.services.clusters import backend_for_cluster
 from deeprepo_web.jobs.services.errors import DispatchRetry
+from deeprepo_web.jobs.services.retries import attempt_key, attempt_open
 from deeprepo_web.jobs.services.state import advisory_lock, finalize, job_event
 from deeprepo_web.jobs.services.sync import sync_one
 from workers.backends import Backend, BackendError, JobSpec, Resources
@@ -40,10 +41,12 @@ def _spec(job: Job, api_secret: str) -> JobSpec:
         "DEEPREPO_PROJECT": job.project.slug,
         "DEEPREPO_JOB_ID": job.public_id,
         "DEEPREPO_OUTPUT_DIR": job.output_dir,
+        "DEEPREPO_JOB_ATTEMPT": str(job.node_retries + 1),  # > 1: resubmitted after a node failure
         "PYTHONUNBUFFERED": "1",  # the log tail should show prints as they happen
     }
+    key = attempt_key(job)
     return JobSpec(
-        job_id=job.public_id, name=f"deeprepo-{job.public_id}", command=job.command, env=env,
+        job_id=key, name=f"deeprepo-{key}", command=job.command, env=env,
         workdir=str(cluster.settings.get("workdir") or "") or None, resources=Resources(**job.resources),
     )
 
@@ -126,8 +129,9 @@ def _submit(job: Job, backend: Backend, recovering: bool, worker: str = "") -> s
     except BackendError as e:
         return _dispatch_failed(job, e)
     now = timezone.now()
-    Job.objects.filter(pk=job.pk, status__in=[JobStatus.SUBMITTING, JobStatus.CANCELLING]).update(
-        external_id=external_id, submitted_at=now, error="")
+    if Job.objects.filter(pk=job.pk, status__in=[JobStatus.SUBMITTING, JobStatus.CANCELLING]).update(
+            external_id=external_id, submitted_at=now, error=""):
+        attempt_open(job=job, external_id=external_id, at=now)
     if Job.objects.filter(pk=job.pk, status=JobStatus.SUBMITTING).update(status=JobStatus.QUEUED):
         job_event(job, JobStatus.SUBMITTING, JobStatus.QUEUED, how)
     else:

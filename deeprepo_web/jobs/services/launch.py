@@ -12,16 +12,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
-from deeprepo_web.jobs.models import Cluster, ClusterKind, Job, JobStatus, JobTemplate
+from deeprepo_web.jobs.models import Cluster, ClusterKind, Job, JobEvent, JobStatus, JobTemplate
 from deeprepo_web.jobs.params import ParamError, render_command, validate_params, validate_schema
 from deeprepo_web.jobs.services.errors import JobInputError, JobStateError
 from deeprepo_web.jobs.services.state import finalize, job_event
 from deeprepo_web.jobs.services.workers import queue_is_live, waiting_message
-from deeprepo_web.runs.models import RunStatus
-from deeprepo_web.runs.services import run_create, run_name_free
+from deeprepo_web.runs.models import Run, RunStatus, new_public_id
+from deeprepo_web.runs.services import run_create, run_name_free, runs_create_queued
 from deeprepo_web.text import clean_deep, clean_text
 from workers.backends import BackendError, Resources
-from workers.queue import enqueue
+from workers.queue import enqueue, enqueue_many
 
 RESOURCE_FIELDS = ("partition", "nodes", "gpus", "cpus", "mem", "time_limit", "account", "ray_resources")
 
@@ -85,13 +85,10 @@ def job_launch(
     if len(name) > 200:
         raise JobInputError("name", "must be at most 200 characters")
     name = run_name_free(project=project, name=name)
-    run, _ = run_create(
-        project=project, name=name, kind=template.kind, status=RunStatus.QUEUED, source="job",
-        method="grpo" if template.slug in ("demo-grpo", "trl-grpo", "prime-rl") else "",
-        config={"job_template": template.slug, "parameters": values, "cluster": cluster.name},
-    )
+    run, _ = run_create(project=project, status=RunStatus.QUEUED, source="job", name=name,
+                        **_run_fields(template, cluster, values))
     job = Job(project=project, template=template, cluster=cluster, run=run, created_by=user, name=name,
-              parameters=values, resources=res, command="")
+              parameters=values, resources=res, command="", max_node_retries=template.max_node_retries)
     job.output_dir = _output_dir(cluster, job)
     try:
         job.command = render_command(template.command_template, schema, values, {
@@ -109,6 +106,85 @@ def job_launch(
         job_event(job, JobStatus.PENDING, JobStatus.PENDING, job.error)
     transaction.on_commit(functools.partial(job_enqueue, "dispatch", job.pk))
     return job
+
+
+def _run_fields(template: JobTemplate, cluster: Cluster, values: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": template.kind, "method": "grpo" if template.slug in ("demo-grpo", "trl-grpo", "prime-rl") else "",
+            "config": {"job_template": template.slug, "parameters": values, "cluster": cluster.name}}
+
+
+@transaction.atomic
+def jobs_launch(
+    *, project: Project, template: JobTemplate, cluster: Cluster, points: list[tuple[str, dict[str, Any]]],
+    user: Any = None,
+) -> list[Job | JobInputError]:
+    """Many jobs of one template on one cluster (a sweep's chunk of trials), each `(name, params)`:
+    the checks of job_launch per point, then the runs, jobs and events in one INSERT each and the
+    dispatch messages sent together once committed. A point the template refuses gets its
+    JobInputError in its place; the others launch."""
+    if template.project_id not in (None, project.id):
+        raise JobInputError("template", "not a template of this project")
+    if cluster.project_id != project.id:
+        raise JobInputError("cluster", "not a cluster of this project")
+    schema = validate_schema(template.params_schema)
+    names = _names_free(project, [clean_text(n or "").strip()[:200] or template.name for n, _ in points])
+    out: list[Job | JobInputError] = []
+    runs: list[dict[str, Any]] = []
+    for name, (_, params) in zip(names, points, strict=True):
+        try:
+            values = clean_deep(validate_params(schema, params))
+            job = Job(project=project, template=template, cluster=cluster, created_by=user, name=name,
+                      parameters=values, resources={}, command="", max_node_retries=template.max_node_retries)
+            job.output_dir = _output_dir(cluster, job)
+            run_id = new_public_id()
+            job.command = render_command(template.command_template, schema, values, {
+                "output_dir": job.output_dir, "job_id": job.public_id, "run_id": run_id})
+        except ParamError as e:
+            out.append(JobInputError(e.field, e.message))
+            continue
+        out.append(job)
+        runs.append({"public_id": run_id, "name": name, **_run_fields(template, cluster, values)})
+    jobs = [j for j in out if isinstance(j, Job)]
+    for job, run in zip(jobs, runs_create_queued(project=project, source="job", runs=runs), strict=True):
+        job.run = run
+    waiting = "" if queue_is_live(cluster.task_queue) else waiting_message(cluster)
+    for job in jobs:
+        job.error = waiting
+    Job.objects.bulk_create(jobs)
+    who = getattr(user, "username", "") or "system"
+    events = [JobEvent(job=j, from_status="", to_status=JobStatus.PENDING,
+                       reason=f"launched by {who} on {cluster.name} ({cluster.kind})") for j in jobs]
+    if waiting:
+        # The tasks wait in the queue until a worker starts there; say so rather than look stuck.
+        events += [JobEvent(job=j, from_status=JobStatus.PENDING, to_status=JobStatus.PENDING, reason=waiting)
+                   for j in jobs]
+    JobEvent.objects.bulk_create(events)
+    transaction.on_commit(functools.partial(_dispatch_many, [j.pk for j in jobs], cluster.task_queue))
+    return out
+
+
+def _names_free(project: Project, names: list[str]) -> list[str]:
+    """Each name, or the first free `name (n)`: one query for the usual case where none is taken."""
+    taken = set(Run.objects.filter(project=project, name__in=names).values_list("name", flat=True))
+    out: list[str] = []
+    for name in names:
+        free = name if name not in taken else run_name_free(project=project, name=name)
+        n = 2
+        while free in out:  # twice in this batch
+            free = run_name_free(project=project, name=f"{name[:190]} ({n})")
+            n += 1
+        out.append(free)
+    return out
+
+
+def _dispatch_many(job_ids: list[int], queue: str) -> None:
+    """Send the dispatch of every job over one broker connection; the ones that did not go are
+    noted on their job (beat's sync sends them again once stale)."""
+    sent = enqueue_many("deeprepo.jobs.dispatch", [(pk,) for pk in job_ids], queue=queue)
+    for pk in job_ids[sent:]:
+        job_event(pk, JobStatus.PENDING, JobStatus.PENDING,
+                  f"the task queue is unreachable; the dispatch will be sent again within "
+                  f"{stale_after().total_seconds() + settings.DEEPREPO_JOB_SYNC_SECONDS:.0f}s of the queue coming back")
 
 
 def stale_after() -> timedelta:

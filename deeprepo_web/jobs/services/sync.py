@@ -23,6 +23,7 @@ from deeprepo_web.jobs.models import (
 )
 from deeprepo_web.jobs.services.clusters import backend_for_cluster
 from deeprepo_web.jobs.services.launch import job_enqueue, stale_after
+from deeprepo_web.jobs.services.retries import attempt_mark, job_resubmit, retries_exhausted_note, retry_due
 from deeprepo_web.jobs.services.state import advisory_lock, finalize, job_event
 from deeprepo_web.jobs.services.workers import WAIT_ERROR, queues_live, waiting_message
 from deeprepo_web.runs.models import Run, RunStatus
@@ -197,6 +198,9 @@ def sync_one(job: Job, backend: Backend, *, raise_transient: bool = False) -> bo
             job_event(job, old, old, f"requeued by the cluster and started again (restart {status.restarts}): "
                                      f"{status.reason}")
         return False
+    if new in (JobStatus.FAILED, JobStatus.LOST) and retry_due(job, status):
+        # Its node died, not the program: a new attempt into the same run (the template's policy).
+        return job_resubmit(job=job, status=status, at=now)
     updates["status"] = new
     if new == JobStatus.RUNNING:
         updates["started_at"] = Coalesce(F("started_at"), now)
@@ -204,23 +208,27 @@ def sync_one(job: Job, backend: Backend, *, raise_transient: bool = False) -> bo
         updates["finished_at"] = now
         updates["exit_code"] = status.exit_code
         if new in (JobStatus.FAILED, JobStatus.LOST):
-            updates["error"] = status.reason or new
+            updates["error"] = (status.reason or new) + retries_exhausted_note(job, status)
         updates["started_at"] = Coalesce(F("started_at"), F("submitted_at"))
-    reason = status.reason or str(status.state)
+    # No reason (a job that simply started) says nothing rather than repeat the state.
+    reason = status.reason
     if new == JobStatus.REQUEUED:
-        reason = (f"requeued by {job.cluster.name} ({reason}; restart {status.restarts}): it runs again under the "
+        reason = (f"requeued by {job.cluster.name} ({reason or status.state}; restart {status.restarts}): it runs again under the "
                   f"same id {job.external_id} and logs into the same run")
     elif old == JobStatus.REQUEUED and new == JobStatus.RUNNING:
         reason = f"running again after the requeue (restart {status.restarts})"
     if new == JobStatus.CANCELLED and old != JobStatus.CANCELLING:
-        reason = f"cancelled outside deeprepo ({reason})"
+        reason = f"cancelled outside deeprepo ({reason or status.state})"
     if status.exit_code is not None and new in FINAL_JOB_STATUSES and "exit" not in reason:
-        reason += f" (exit code {status.exit_code})"
+        reason = f"{reason} (exit code {status.exit_code})" if reason else f"exit code {status.exit_code}"
+    if new in (JobStatus.FAILED, JobStatus.LOST):
+        reason += retries_exhausted_note(job, status)
     # The transition, its event and the run's mirror land together or not at all.
     with transaction.atomic():
         if not Job.objects.filter(pk=job.pk, status=old).update(**updates):
             return False  # someone else moved it first (a cancel, another sync); they recorded it
         job_event(job, old, new, reason)
+        attempt_mark(job=job, state=new, reason=reason, at=now)
         if job.run_id and new == JobStatus.RUNNING:
             # The program's own client may already have said "running" (or more); never step back.
             Run.objects.filter(pk=job.run_id, status=RunStatus.QUEUED).update(

@@ -18,6 +18,8 @@ from deeprepo_web.text import clean_deep, clean_text
 
 # The resources a template sets defaults for (the launch form starts from them).
 TEMPLATE_RESOURCES = ("partition", "nodes", "gpus", "time_limit")
+# A node that keeps failing is the cluster's problem to fix, not ours to hammer.
+MAX_NODE_RETRIES = 10
 
 
 def builtin_templates_ensure() -> None:
@@ -52,7 +54,7 @@ def templates_for_project(project: Project) -> list[JobTemplate]:
 def template_save(
     *, project: Project, slug: str, name: str, kind: str, command_template: str, params_schema: Any,
     description: str = "", import_outputs: bool = False, template: JobTemplate | None = None,
-    resources: dict[str, Any] | None = None,
+    resources: dict[str, Any] | None = None, max_node_retries: int = 0,
 ) -> JobTemplate:
     """Validate and save a project template; a placeholder without a parameter is refused."""
     if not slug_re.match(slug) or len(slug) > JobTemplate._meta.get_field("slug").max_length:  # type: ignore[operator]
@@ -65,6 +67,9 @@ def template_save(
     except ParamError as e:
         raise JobInputError(e.field, e.message) from e
     res = resources_validate({k: v for k, v in (resources or {}).items() if k in TEMPLATE_RESOURCES})
+    if not isinstance(max_node_retries, int) or isinstance(max_node_retries, bool) or \
+            not 0 <= max_node_retries <= MAX_NODE_RETRIES:
+        raise JobInputError("max_node_retries", f"must be an integer 0..{MAX_NODE_RETRIES}, got {max_node_retries!r}")
     if kind not in ("train", "eval"):
         raise JobInputError("kind", f"{kind!r} is not train or eval")
     if template is not None and (template.builtin or template.project_id != project.id):
@@ -76,7 +81,7 @@ def template_save(
         raise JobInputError("slug", f"a template {slug!r} already exists")
     fields = {"slug": slug, "name": name, "kind": kind, "command_template": command_template,
               "params_schema": schema, "description": description, "import_outputs": import_outputs,
-              "resources": res}
+              "resources": res, "max_node_retries": max_node_retries}
     if template is None:
         return JobTemplate.objects.create(project=project, **fields)
     for k, v in fields.items():
