@@ -118,7 +118,7 @@ def _decode_value(raw: Any, kind: str) -> Any:
         return raw
     if kind == "bool" and isinstance(raw, bool):
         return raw
-    raise BadCursor(f"bad cursor: a {kind} was expected")
+    raise BadCursor(f"bad cursor: {kind} value expected")
 
 
 def cursor_encode(*, order: str, forward: bool, values: list[Any]) -> str:
@@ -157,7 +157,7 @@ class KeysetPage(Generic[T]):
     rows: list[T]
     next_cursor: str  # "" when this is the last page
     prev_cursor: str  # "" when this is the first page
-    at_start: bool  # no cursor was given: the list's first page
+    at_start: bool  # the list's first page (no cursor, or going back reached the start)
 
 
 def page_around(rows: list[T], *, per_page: int, forward: bool, from_cursor: bool,
@@ -173,7 +173,7 @@ def page_around(rows: list[T], *, per_page: int, forward: bool, from_cursor: boo
     has_next = more if forward else True  # going back, the page we came from follows
     has_prev = from_cursor if forward else more
     return KeysetPage(rows=rows, next_cursor=cursor_of(rows[-1], True) if has_next else "",
-                      prev_cursor=cursor_of(rows[0], False) if has_prev else "", at_start=not from_cursor)
+                      prev_cursor=cursor_of(rows[0], False) if has_prev else "", at_start=not has_prev)
 
 
 def keyset_page(qs: QuerySet[Any], *, keys: list[SortKey], order: str, cursor: str = "",
