@@ -4,8 +4,6 @@ steps around it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from tests.factories import rollout
