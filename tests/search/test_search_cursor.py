@@ -46,3 +46,17 @@ def test_search_page_pager(client: Any, team: Any, corpus: Any, monkeypatch: Any
     second = client.get(pager_link(first, "next")).content.decode()
     assert pager_text(second) == "« First ← Previous 2 rollouts on this page Next →"
     assert "q=fix+bug" in pager_link(second, "next")
+
+
+def test_search_api_by_cursor_and_by_old_page_numbers(api: Any, corpus: Any) -> None:
+    seen, cursor = [], ""
+    while True:
+        body = api.get("/projects/demo/search", q="fix bug", per_page=2, **({"cursor": cursor} if cursor else {})).json()
+        seen += [r["rollout_id"] for r in body["results"]]
+        if not body["next_cursor"]:
+            break
+        cursor = body["next_cursor"]
+    old = [r["rollout_id"] for n in (1, 2, 3)
+           for r in api.get("/projects/demo/search", q="fix bug", per_page=2, page=n).json()["results"]]
+    assert seen == old and len(set(seen)) == 5
+    assert api.get("/projects/demo/search", q="fix bug", cursor="x").status_code == 400
