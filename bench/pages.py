@@ -240,7 +240,7 @@ def pages(t: dict[str, Any]) -> dict[str, tuple[str, dict[str, str] | None]]:
         "explorer": (f"/p/{SLUG}/", None),
         "explorer_filter_q": (f"/p/{SLUG}/?q=qwen3-8b", hx),
         "explorer_sort_metric": (f"/p/{SLUG}/?sort=-metric:reward", hx),
-        "explorer_group_config": (f"/p/{SLUG}/?group={t['group']}&page=3", hx),
+        "explorer_group_config": (f"/p/{SLUG}/?group={t['group']}", hx),  # pages past it: bench/deep_pages.py
         "explorer_label": (f"/p/{SLUG}/?label={BENCH_LABEL}", hx),
         "run_page": (run, None),
         "run_status": (run + "status/", None),

@@ -18,6 +18,7 @@ from deeprepo_web.api.docs import VendoredSwagger
 from deeprepo_web.api.errors import loads, pydantic_error_line
 from deeprepo_web.artifacts.api import router as artifacts_router
 from deeprepo_web.artifacts.services import ArtifactError
+from deeprepo_web.front.paging import BadCursor
 from deeprepo_web.importers.api import router as imports_router
 from deeprepo_web.runs.api import router as runs_router
 from deeprepo_web.runs.services import IngestError
@@ -58,6 +59,7 @@ _handle(AuthenticationError, 401,
 _handle(HttpError, lambda exc: exc.status_code)
 _handle(Http404, 404, lambda exc: "not found")
 _handle(IngestError, 422)
+_handle(BadCursor, 400)
 _handle(ArtifactError, lambda exc: exc.status)
 _handle(storage.StorageUnavailable, 503, lambda exc: f"artifact store unavailable, try again later: {exc}")
 _handle(storage.StorageError, 502)

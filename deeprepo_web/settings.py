@@ -74,6 +74,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "deeprepo_web.front.middleware.BadCursorMiddleware",
 ]
 
 ROOT_URLCONF = "deeprepo_web.urls"

@@ -19,6 +19,7 @@ from deeprepo_web.api.auth import ingest_auth, read_auth
 from deeprepo_web.api.schemas import Iso
 from deeprepo_web.artifacts import services
 from deeprepo_web.artifacts.models import Artifact
+from deeprepo_web.front.paging import cursor_at, keyset_page, newest_first
 from deeprepo_web.runs.access import run_for
 from deeprepo_web.runs.models import Run
 
@@ -51,6 +52,7 @@ class ArtifactBegun(Schema):
 class ArtifactList(Schema):
     artifacts: list[ArtifactOut]
     has_next: bool
+    next_cursor: str | None  # pass as ?cursor= for the next page; null on the last
 
 
 def _absolute(request: HttpRequest, url: str) -> str:
@@ -80,12 +82,18 @@ def artifact_confirm(request: HttpRequest, run_id: str, artifact_id: int) -> Art
 
 
 @router.get("/runs/{run_id}/artifacts", auth=read_auth, response=ArtifactList)
-def artifact_list(request: HttpRequest, run_id: str, limit: int = 100, offset: int = 0) -> dict[str, Any]:
+def artifact_list(request: HttpRequest, run_id: str, limit: int = 100, cursor: str = "",
+                  offset: int = 0) -> dict[str, Any]:
+    """Newest first; follow `next_cursor`. `offset` is the old paging, still answered for clients that send it."""
     run = run_for(request, run_id)
     limit = max(1, min(limit, 1000))
-    offset = max(0, offset)
-    rows = list(Artifact.objects.filter(run=run).order_by("-created_at", "-pk")[offset : offset + limit + 1])
-    return {"artifacts": rows[:limit], "has_next": len(rows) > limit}
+    rows = Artifact.objects.filter(run=run)
+    if offset > 0 and not cursor:
+        found = list(rows.order_by("-created_at", "-pk")[offset : offset + limit + 1])
+        following = cursor_at(found[limit - 1], keys=newest_first(), order="artifacts") if len(found) > limit else ""
+        return {"artifacts": found[:limit], "has_next": bool(following), "next_cursor": following or None}
+    page = keyset_page(rows, keys=newest_first(), order="artifacts", cursor=cursor, per_page=limit)
+    return {"artifacts": page.rows, "has_next": bool(page.next_cursor), "next_cursor": page.next_cursor or None}
 
 
 @router.get("/runs/{run_id}/artifacts/{artifact_id}/download", auth=read_auth)

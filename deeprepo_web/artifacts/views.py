@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core import signing
-from django.core.paginator import Paginator
 from django.db.models import Count, Sum
 from django.http import (
     FileResponse,
@@ -24,6 +23,7 @@ from deeprepo_web.accounts import access
 from deeprepo_web.artifacts import services
 from deeprepo_web.artifacts.models import Artifact
 from deeprepo_web.front.http import is_htmx
+from deeprepo_web.front.paging import cursor_param, keyset_page, newest_first, pager_for
 from deeprepo_web.runs.access import run_for_user
 from deeprepo_web.runs.models import BlobRef
 
@@ -43,14 +43,15 @@ def artifact_list(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     kinds = list(rows.values("kind").annotate(n=Count("pk"), bytes=Sum("size")).order_by("kind"))
     if kind:
         rows = rows.filter(kind=kind)
-    page = Paginator(rows.order_by("-created_at", "-pk"), PER_PAGE).get_page(request.GET.get("page"))
+    page = keyset_page(rows, keys=newest_first(), order="artifacts", cursor=cursor_param(request), per_page=PER_PAGE)
     # Imported images (W&B media) are also blobs of the run: those get a thumbnail from the blob view.
-    shas = [a.sha256 for a in page if a.kind == "image"]
+    shas = [a.sha256 for a in page.rows if a.kind == "image"]
     thumbs = set(BlobRef.objects.filter(run=run, sha__in=shas).values_list("sha", flat=True)) if shas else set()
     context = {
         "project": run.project,
         "run": run,
-        "page": page,
+        "artifacts": page.rows,
+        "pager": pager_for(request, page, label="Artifact pages", noun="artifact"),
         "thumbs": thumbs,
         "kind": kind,
         "kinds": kinds,

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.cache import cache
 from django.db import connection
 
 from deeprepo_web.analysis.grpo import DeadRule
-from deeprepo_web.runs.models import Run
+from deeprepo_web.runs.models import Rollout, Run
 from deeprepo_web.runs.selectors import finite_or_none, reward_bounds
 
 HEALTH_MAX_STEPS = 5000
@@ -74,14 +75,15 @@ def _f(value: Any) -> float | None:
     return None if value is None else finite_or_none(float(value))
 
 
-def grpo_health(*, run: Run, max_steps: int = HEALTH_MAX_STEPS) -> Health:
+def grpo_health(*, run: Run, max_steps: int = HEALTH_MAX_STEPS,
+                bounds: tuple[float | None, float | None] | None = None) -> Health:
     """Per training step: dead-group fractions (all-fail / all-pass), reward quantiles, turns, tokens, cost.
 
     A group is the rollouts of one example at one step; it is dead (no GRPO signal) when it has
     two or more rewards and they are all equal; its kind is `DeadRule.for_rewards` of the run's
     rewards, as on the Groups tab. The latest `max_steps` steps are kept.
     """
-    rule = DeadRule.for_rewards(*reward_bounds(run=run))
+    rule = DeadRule.for_rewards(*(bounds or reward_bounds(run=run)))
     with connection.cursor() as cur:
         cur.execute(_HEALTH_SQL, {"run": run.pk, "tol": rule.tol, "fail_at": rule.fail_at, "pass_at": rule.pass_at,
                                   "limit": max_steps})
@@ -105,3 +107,36 @@ def grpo_health(*, run: Run, max_steps: int = HEALTH_MAX_STEPS) -> Health:
         out.cost.append(_f(cost))
     return out
 
+
+
+# An open run page asks every few seconds; the answer only changes with the run's rollouts. Kept a
+# day: a key that no longer matches (a newer rollout) just ages out.
+HEALTH_CACHE_SECONDS = 24 * 3600
+
+
+def _generation_key(run_id: int) -> str:
+    return f"grpo-health-gen:{run_id}"
+
+
+def grpo_health_cached(*, run: Run, max_steps: int = HEALTH_MAX_STEPS) -> dict[str, Any]:
+    """`grpo_health` as a dict, computed once per state of the run's rollouts: the key is the newest
+    rollout id (ingest only appends), the reward range (it sets the dead-group rule) and a generation
+    that `rollouts_rebuilt` bumps (a rebuild keeps ids). A hit costs two index reads, no rescan."""
+    bounds = reward_bounds(run=run)
+    newest = Rollout.objects.filter(run=run).order_by("-id").values_list("id", flat=True).first()
+    generation = cache.get(_generation_key(run.pk), 0)
+    key = f"grpo-health:1:{run.pk}:{newest}:{bounds[0]!r}:{bounds[1]!r}:{generation}:{max_steps}"
+    found: dict[str, Any] | None = cache.get(key)
+    if found is None:
+        found = grpo_health(run=run, max_steps=max_steps, bounds=bounds).as_dict()
+        cache.set(key, found, HEALTH_CACHE_SECONDS)
+    return found
+
+
+def grpo_health_forget(*, run_ids: list[int]) -> None:
+    """Rollouts of these runs were rebuilt in place: their cached health no longer holds."""
+    for run_id in run_ids:
+        try:
+            cache.incr(_generation_key(run_id))
+        except ValueError:  # no generation yet
+            cache.set(_generation_key(run_id), 1, None)

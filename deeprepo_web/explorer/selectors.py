@@ -9,6 +9,7 @@ from typing import Any
 from django.db import connection
 
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.front.paging import KeysetPage, SortKey, id_key, keyset_page
 from deeprepo_web.labels.selectors import label_names, runs_marked_with, with_label_counts
 from deeprepo_web.runs.ingest.metrics import ROLLUP_WIDTHS
 from deeprepo_web.runs.models import MetricSeries, Run
@@ -16,9 +17,11 @@ from deeprepo_web.runs.selectors import finite_or_none
 
 # Metric keys that stand for "the reward" of a run, in order of preference.
 REWARD_KEYS = ("reward", "reward/mean", "train/reward", "rewards/mean", "eval/reward", "critic/score/mean")  # last: verl
+# sort name → (column, the kind of its values, nullable)
 RUN_SORTS = {
-    "created": "created_at", "name": "name", "status": "status", "kind": "kind", "model": "model",
-    "environment": "environment", "started": "started_at",
+    "created": ("created_at", "datetime", False), "name": ("name", "str", False), "status": ("status", "str", False),
+    "kind": ("kind", "str", False), "model": ("model", "str", False), "environment": ("environment", "str", False),
+    "started": ("started_at", "datetime", True),
 }
 
 
@@ -44,9 +47,10 @@ def _config_path(group: str) -> list[str] | None:
     return group[len("config."):].split(".")
 
 
-def run_table(*, project: Project, query: RunQuery, page: int = 1, per_page: int = 50) -> tuple[list[Run], bool]:
-    """One page of the project's runs under `query`, and whether a next page exists (no COUNT)."""
-    from django.db.models import F, OuterRef, Q, Subquery
+def run_table(*, project: Project, query: RunQuery, cursor: str = "", per_page: int = 50) -> KeysetPage[Run]:
+    """One page of the project's runs under `query` after (or before) `cursor`: no COUNT, no OFFSET.
+    The order is (group value, the sort column, id), NULLs last; a cursor holds those values."""
+    from django.db.models import OuterRef, Q, Subquery
     from django.db.models.fields.json import KT
     from django.db.models.functions import Coalesce
 
@@ -65,14 +69,14 @@ def run_table(*, project: Project, query: RunQuery, page: int = 1, per_page: int
         qs = qs.filter(Q(name__icontains=query.q) | Q(notes__icontains=query.q))
     if query.label:
         qs = qs.filter(runs_marked_with(project=project, name=query.label))
-    order: list[Any] = []
+    keys: list[SortKey] = []
     paths = [p.split(".") for p in query.group_paths]
     if not paths and (path := _config_path(query.group)) is not None:
         paths = [path]
     if paths:
         values = [KT("config__" + "__".join(path)) for path in paths]
         qs = qs.annotate(group_value=values[0] if len(values) == 1 else Coalesce(*values))
-        order.append(F("group_value").asc(nulls_last=True))
+        keys.append(SortKey("group_value", "str", nullable=True))
     desc = query.sort.startswith("-")
     name = query.sort.lstrip("-")
     if name.startswith("metric:") and len(name) > len("metric:"):
@@ -80,16 +84,15 @@ def run_table(*, project: Project, query: RunQuery, page: int = 1, per_page: int
         qs = qs.annotate(sort_value=Subquery(
             MetricSeries.objects.filter(run=OuterRef("pk"), key=key).values("last_value")[:1]
         ))
-        order.append(F("sort_value").desc(nulls_last=True) if desc else F("sort_value").asc(nulls_last=True))
+        keys.append(SortKey("sort_value", "float", desc=desc, nullable=True))
     else:
-        column = RUN_SORTS.get(name, "created_at")
-        order.append(F(column).desc(nulls_last=True) if desc else F(column).asc(nulls_last=True))
-    order.append("-id")
-    start = (max(page, 1) - 1) * per_page
+        column, kind, nullable = RUN_SORTS.get(name, RUN_SORTS["created"])
+        keys.append(SortKey(column, kind, desc=desc, nullable=nullable))
+    keys.append(id_key(desc=True))
     # With a label chosen, the labels column counts that label alone; else every label, most first.
     qs = with_label_counts(qs, name=query.label)
-    rows = list(qs.order_by(*order)[start : start + per_page + 1])
-    return rows[:per_page], len(rows) > per_page
+    order = f"runs {query.sort} {'|'.join('.'.join(p) for p in paths)}"
+    return keyset_page(qs, keys=keys, order=order, cursor=cursor, per_page=per_page)
 
 
 def run_facets(*, project: Project) -> dict[str, list[str]]:

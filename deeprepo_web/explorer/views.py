@@ -24,10 +24,11 @@ from deeprepo_web.explorer.evalsummary import (
     scoreboard,
     wants_summary,
 )
-from deeprepo_web.explorer.health import grpo_health
+from deeprepo_web.explorer.health import grpo_health_cached
 from deeprepo_web.explorer.live import POLL_ACTIVE, POLL_IDLE, run_live_state
 from deeprepo_web.explorer.rows import run_row_html
-from deeprepo_web.front.http import is_htmx, page_param
+from deeprepo_web.front.http import is_htmx
+from deeprepo_web.front.paging import cursor_param, pager_for
 from deeprepo_web.labels.selectors import run_label_counts, with_label_counts
 from deeprepo_web.runs.access import run_for_user
 from deeprepo_web.runs.axes import metric_axes_for
@@ -82,8 +83,8 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
     group_keys = grouping.config_keys(project=proj) if query.group or not table_only else []
     if query.group:
         query.group_paths = tuple(grouping.group_paths(query.group, group_keys))
-    page = page_param(request)
-    runs, has_next = selectors.run_table(project=proj, query=query, page=page, per_page=PER_PAGE)
+    found = selectors.run_table(project=proj, query=query, cursor=cursor_param(request), per_page=PER_PAGE)
+    runs = found.rows
     rewards = _rewards(runs)
     project_url = reverse("project", args=[proj.slug])
     columns = columns_for(user=request.user, project=proj)
@@ -109,10 +110,7 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
         "group_keys": group_keys,
         "rows": rows,
         "columns": columns,
-        "page": page,
-        "has_next": has_next,
-        "next_qs": _qs(query, page=page + 1) if has_next else "",
-        "prev_qs": _qs(query, page=page - 1 if page > 2 else None) if page > 1 else "",
+        "pager": pager_for(request, found, label="Runs pages", noun="run", load_via="runs-table-loader"),
         "sort_key": query.sort.lstrip("-"),
         "sort_desc": sort_desc,
         "sort_links": {
@@ -236,7 +234,7 @@ def run_live(request: HttpRequest, slug: str, run_id: str) -> JsonResponse:
 @login_required
 def run_health(request: HttpRequest, slug: str, run_id: str) -> JsonResponse:
     run = run_for_user(request.user, run_id, slug=slug)
-    return JsonResponse(grpo_health(run=run).as_dict())
+    return JsonResponse(grpo_health_cached(run=run))
 
 
 @require_safe

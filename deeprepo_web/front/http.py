@@ -1,4 +1,5 @@
-"""What every HTML view needs: the page parameter, htmx partials, service errors on forms."""
+"""What every HTML view needs: htmx partials, query parameters, service errors on forms (lists page by
+cursor: `front/paging.py`)."""
 
 from __future__ import annotations
 
@@ -14,15 +15,7 @@ T = TypeVar("T")
 
 # htmx stops polling when a response carries this status.
 STOP_POLLING = 286
-MAX_PAGE = 100_000
-
-
-def page_param(request: HttpRequest, name: str = "page") -> int:
-    """The 1-based page number in the query string; anything unusable is page 1."""
-    try:
-        return max(1, min(int(request.GET.get(name, "1")), MAX_PAGE))
-    except ValueError:
-        return 1
+MAX_PAGE = 100_000  # the API's old numbered pages stop here (an OFFSET past it overflows)
 
 
 def is_htmx(request: HttpRequest, target: str | None = None) -> bool:

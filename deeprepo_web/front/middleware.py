@@ -7,6 +7,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from deeprepo_web.front.paging import BadCursor
+
 # No inline script anywhere: data reaches scripts through json_script; styles may be inline for bars.
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
@@ -45,3 +47,19 @@ class ContentSecurityPolicyMiddleware:
         response = self.get_response(request)
         response.setdefault("Content-Security-Policy", csp_for(settings.DEEPREPO_OIDC_ISSUER))
         return response
+
+
+class BadCursorMiddleware:
+    """A page given a cursor its list did not make answers 400 with the reason, not an error page."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
+        if not isinstance(exc, BadCursor):
+            return None
+        return HttpResponse(f"{exc}. Open the list from its first page (a link without cursor=).\n",
+                            status=400, content_type="text/plain; charset=utf-8")

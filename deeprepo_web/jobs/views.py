@@ -6,7 +6,6 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
@@ -14,6 +13,7 @@ from django.views.decorators.http import require_POST, require_safe
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
 from deeprepo_web.front.http import STOP_POLLING, form_error, form_page, is_htmx
+from deeprepo_web.front.paging import cursor_param, keyset_page, newest_first, pager_for
 from deeprepo_web.jobs import selectors
 from deeprepo_web.jobs.forms import PARAM_PREFIX, RES_PREFIX, ClusterForm, LaunchForm, TemplateForm
 from deeprepo_web.jobs.models import Cluster, ClusterKind, JobTemplate
@@ -25,10 +25,12 @@ from deeprepo_web.jobs.services.errors import JobInputError, JobStateError
 @login_required
 def job_list(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug)
-    page = Paginator(selectors.job_list(project=project), selectors.JOBS_PAGE).get_page(request.GET.get("page"))
-    active = any(not j.is_final for j in page.object_list)
+    page = keyset_page(selectors.job_list(project=project), keys=newest_first(), order="jobs",
+                       cursor=cursor_param(request), per_page=selectors.JOBS_PAGE)
+    active = any(not j.is_final for j in page.rows)
     context = {
-        "project": project, "membership": membership, "page": page, "active": active,
+        "project": project, "membership": membership, "jobs": page.rows, "active": active,
+        "pager": pager_for(request, page, label="Jobs pages", noun="job"),
         "can_write": membership.allows(Role.EDITOR),
         "templates": templates.templates_for_project(project),
         "clusters": list(Cluster.objects.filter(project=project)),

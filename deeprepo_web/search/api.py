@@ -19,14 +19,17 @@ from deeprepo_web.accounts.models import Project
 from deeprepo_web.api.auth import read_auth
 from deeprepo_web.front.http import MAX_PAGE
 from deeprepo_web.labels.selectors import marks_for_rollouts
-from deeprepo_web.search.selectors import SearchFailed, search_page, search_scope
+from deeprepo_web.search.selectors import SearchFailed, search_page, search_results, search_scope
 from deeprepo_web.search.spec import spec_parse
 
 router = Router(tags=["search"])
 
 
 @router.get("/projects/{slug}/search", auth=read_auth)
-def search(request: HttpRequest, slug: str, page: int = 1, per_page: int = 50) -> dict[str, Any]:
+def search(request: HttpRequest, slug: str, cursor: str = "", page: int | None = None,
+           per_page: int = 50) -> dict[str, Any]:
+    """Matching rollouts, newest first: follow `next_cursor`. `page=N` is the old numbered paging
+    (an OFFSET), still answered for clients that send it."""
     project = get_object_or_404(Project.objects, slug=slug)
     access.project_for_principal(request.auth, project)  # type: ignore[attr-defined]
     spec = spec_parse(request.GET)
@@ -34,8 +37,14 @@ def search(request: HttpRequest, slug: str, page: int = 1, per_page: int = 50) -
         raise HttpError(400, "; ".join(spec.errors) or "q: give a search text (or a label / filter to list)")
     scope = search_scope(project=project, spec=spec)
     try:
-        results, has_next = search_page(scope=scope, spec=spec, page=max(1, min(page, MAX_PAGE)),
-                                        per_page=max(1, min(per_page, 200)))
+        per_page = max(1, min(per_page, 200))
+        next_cursor = ""
+        if page is not None and page > 1 and not cursor:
+            page = min(page, MAX_PAGE)
+            results, has_next = search_page(scope=scope, spec=spec, page=page, per_page=per_page)
+        else:
+            found = search_results(scope=scope, spec=spec, cursor=cursor, per_page=per_page)
+            results, next_cursor, has_next = found.rows, found.next_cursor, bool(found.next_cursor)
     except SearchFailed as exc:
         raise HttpError(422, str(exc)) from exc
     marks = marks_for_rollouts([r.rollout.pk for r in results])
@@ -52,5 +61,6 @@ def search(request: HttpRequest, slug: str, page: int = 1, per_page: int = 50) -
             "snippets": [{"where": s.where, "turn_index": s.turn_index, "text": html.unescape(strip_tags(s.html)),
                           "html": str(s.html)} for s in r.snippets],
         })
-    return {"results": out, "has_next": has_next, "page": page, "warnings": spec.errors}
+    return {"results": out, "has_next": has_next, "next_cursor": next_cursor or None,
+            "page": None if cursor else (page or 1), "warnings": spec.errors}
 

@@ -13,6 +13,7 @@ from django.db.utils import OperationalError
 from django.utils.safestring import SafeString
 
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.front.paging import KeysetPage, cursor_decode, cursor_encode, id_key, page_around
 from deeprepo_web.labels.models import Label
 from deeprepo_web.ops.pg import streaming_cursor
 from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
@@ -76,14 +77,18 @@ def search_scope(*, project: Project, spec: SearchSpec) -> Scope:
     return Scope(project=project, runs=by_id, label_id=label_id, empty=empty)
 
 
-def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: bool = False) -> S.Sql:
+def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: bool = False,
+                 beyond: int | None = None, backward: bool = False) -> S.Sql:
     """(rollout_id, hits, first hits as 'src:obj' strings) of every matching rollout, newest first.
 
     `walk`: go through the filtered rollouts newest first and look for hits in each (a LATERAL
     subquery on the per-rollout indexes), stopping at the page's end: fast when many rollouts match.
     Otherwise the GIN indexes find every hit first: fast when few do."""
     where, params = S.rollout_filters(spec, run_ids=scope.run_ids, label_id=scope.label_id)
-    order = " ORDER BY r.id DESC" if ordered else ""
+    if beyond is not None:  # a cursor: the rollouts older (or, going back, newer) than its id
+        where, params = f"{where} AND r.id {'>' if backward else '<'} %s", [*params, beyond]
+    way = "ASC" if backward else "DESC"
+    order = f" ORDER BY r.id {way}" if ordered else ""
     if not spec.q:
         return f"SELECT r.id, 0, ARRAY[]::text[] FROM runs_rollout r WHERE {where}{order}", params
     hits, hit_params = S.hits_sql(spec, run_ids=scope.run_ids, outer=walk)
@@ -96,7 +101,7 @@ def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: 
     return (
         f"SELECT m.rollout_id, {agg} "
         f"FROM ({hits}) m(rollout_id, turn_index, src, obj) JOIN runs_rollout r ON r.id = m.rollout_id WHERE {where} "
-        "GROUP BY m.rollout_id" + (" ORDER BY m.rollout_id DESC" if ordered else ""),
+        "GROUP BY m.rollout_id" + (f" ORDER BY m.rollout_id {way}" if ordered else ""),
         hit_params + params,
     )
 
@@ -142,26 +147,45 @@ def _run(sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
                            "a rarer phrase)") from exc
 
 
-def _page_rows(scope: Scope, spec: SearchSpec, page: int, per_page: int) -> list[tuple[Any, ...]]:
-    window = [per_page + 1, (page - 1) * per_page]
+def _page_rows(scope: Scope, spec: SearchSpec, window: list[int], beyond: int | None = None,
+               backward: bool = False) -> list[tuple[Any, ...]]:
     walk = _walk(spec)
-    sql, params = _matches_sql(scope, spec, walk=walk)
+    sql, params = _matches_sql(scope, spec, walk=walk, beyond=beyond, backward=backward)
     try:
         return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], GUESS_MS if spec.q else PAGE_TIMEOUT_MS)
     except SearchFailed as exc:
         if not spec.q or not isinstance(exc.__cause__, OperationalError):
             raise
     # The count's guess was wrong (or the page is deep): the other way gets the rest of the time.
-    sql, params = _matches_sql(scope, spec, walk=not walk)
+    sql, params = _matches_sql(scope, spec, walk=not walk, beyond=beyond, backward=backward)
     return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], PAGE_TIMEOUT_MS)
 
 
 def search_page(*, scope: Scope, spec: SearchSpec, page: int = 1, per_page: int = 50) -> tuple[list[Result], bool]:
+    """A numbered page (the API's old `page=`: an OFFSET); pages and new clients use `search_results`."""
     if scope.empty or not spec.narrowed:
         return [], False
-    rows = _page_rows(scope, spec, page, per_page)
-    has_next = len(rows) > per_page
-    rows = rows[:per_page]
+    rows = _page_rows(scope, spec, [per_page + 1, (page - 1) * per_page])
+    return _results(scope, spec, rows[:per_page]), len(rows) > per_page
+
+
+SEARCH_KEYS = [id_key(desc=True)]  # newest rollout first
+
+
+def search_results(*, scope: Scope, spec: SearchSpec, cursor: str = "", per_page: int = 50) -> KeysetPage[Result]:
+    """A page of matching rollouts after (or before) `cursor`: a rollout id bound, no OFFSET."""
+    forward, values = cursor_decode(cursor, order="search", keys=SEARCH_KEYS) if cursor else (True, None)
+    if scope.empty or not spec.narrowed:
+        return KeysetPage(rows=[], next_cursor="", prev_cursor="", at_start=values is None)
+    rows = _page_rows(scope, spec, [per_page + 1, 0], beyond=None if values is None else values[0],
+                      backward=not forward)
+    page = page_around(rows, per_page=per_page, forward=forward, from_cursor=values is not None,
+                       cursor_of=lambda row, ahead: cursor_encode(order="search", forward=ahead, values=[row[0]]))
+    return KeysetPage(rows=_results(scope, spec, page.rows), next_cursor=page.next_cursor,
+                      prev_cursor=page.prev_cursor, at_start=page.at_start)
+
+
+def _results(scope: Scope, spec: SearchSpec, rows: list[tuple[Any, ...]]) -> list[Result]:
     rollouts = Rollout.objects.select_related("example").defer("metrics", "reward_components").in_bulk(
         [r[0] for r in rows])
     for r in rollouts.values():
@@ -174,7 +198,7 @@ def search_page(*, scope: Scope, spec: SearchSpec, page: int = 1, per_page: int 
                            if key in texts]
         results.append(result)
     _fill_snippets(results, [texts[key][2] for r in rows for key in (r[2] or []) if key in texts], spec)
-    return results, has_next
+    return results
 
 
 def _regex_spans(spec: SearchSpec, texts: list[str]) -> list[tuple[int, int] | None]:

@@ -19,7 +19,8 @@ from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
-from deeprepo_web.front.http import is_htmx, page_param
+from deeprepo_web.front.http import is_htmx
+from deeprepo_web.front.paging import KeysetPage, cursor_param, pager_for
 from deeprepo_web.labels.models import Label
 from deeprepo_web.labels.selectors import marks_for_rollouts
 from deeprepo_web.labels.services import LabelError, marks_bulk_create
@@ -31,7 +32,7 @@ from deeprepo_web.search.indexer import search_index_lag
 from deeprepo_web.search.selectors import (
     SearchFailed,
     search_counts,
-    search_page,
+    search_results,
     search_rollout_ids,
     search_scope,
 )
@@ -54,21 +55,21 @@ def search(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug)
     spec = spec_parse(request.GET)
     scope = search_scope(project=project, spec=spec)
-    page = page_param(request)
-    results: list[Any] = []
-    has_next = False
+    found = KeysetPage[Any](rows=[], next_cursor="", prev_cursor="", at_start=True)
     failed = ""
     try:
-        results, has_next = search_page(scope=scope, spec=spec, page=page, per_page=PER_PAGE)
+        found = search_results(scope=scope, spec=spec, cursor=cursor_param(request), per_page=PER_PAGE)
     except SearchFailed as exc:
         failed = str(exc)
+    results = found.rows
     marks = marks_for_rollouts([r.rollout.pk for r in results])
     for r in results:
         r.url = _trajectory_url(r, slug)
         r.marks = marks.get(r.rollout.pk, [])
     query = urlencode(spec.params())
     ctx = {
-        "project": project, "spec": spec, "results": results, "has_next": has_next, "page": page,
+        "project": project, "spec": spec, "results": results,
+        "pager": pager_for(request, found, label="Result pages", noun="rollout"),
         "failed": failed, "modes": MODES, "fields": FIELD_LABELS, "query": query,
         "runs": Run.objects.filter(project=project).order_by("-created_at").only("public_id", "name")[:500],
         # A search within one run is that run's Search tab: the page wears the run's header and tabs.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
@@ -12,6 +11,7 @@ from django.views.decorators.http import require_POST, require_safe
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
 from deeprepo_web.front.http import STOP_POLLING, form_page, is_htmx
+from deeprepo_web.front.paging import cursor_param, keyset_page, newest_first, pager_for
 from deeprepo_web.jobs import selectors as job_selectors
 from deeprepo_web.jobs.services import templates
 from deeprepo_web.sweeps import charts, selectors, services
@@ -23,9 +23,11 @@ from deeprepo_web.sweeps.forms import SPACE_PREFIX, SweepForm
 @login_required
 def sweep_list(request: HttpRequest, slug: str) -> HttpResponse:
     project, membership = access.project_for_user(request.user, slug)
-    page = Paginator(selectors.sweep_list(project=project), selectors.SWEEPS_PAGE).get_page(request.GET.get("page"))
+    page = keyset_page(selectors.sweep_list(project=project), keys=newest_first(), order="sweeps",
+                       cursor=cursor_param(request), per_page=selectors.SWEEPS_PAGE)
     return render(request, "sweeps/list.html", {
-        "project": project, "page": page, "can_write": membership.allows(Role.EDITOR),
+        "project": project, "sweeps": page.rows, "pager": pager_for(request, page, label="Sweeps pages", noun="sweep"),
+        "can_write": membership.allows(Role.EDITOR),
         "templates": templates.templates_for_project(project),
     })
 

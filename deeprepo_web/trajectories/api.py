@@ -20,15 +20,19 @@ from deeprepo_web.trajectories.selectors import rollout_page
 
 
 def rollouts_list(
-    request: HttpRequest, run_id: str, page: int = 1, per_page: int = 50, step: int | None = None,
-    order: str = "id",
+    request: HttpRequest, run_id: str, cursor: str = "", per_page: int = 50, step: int | None = None,
+    order: str = "id", page: int | None = None,
 ) -> dict[str, Any]:
+    """A page of rollouts: follow `next_cursor` (keyset, as fast at the end as at the start). `page=N`
+    is the old numbered paging, still answered for clients that send it (an OFFSET, so slow deep)."""
     run = run_for(request, run_id)
-    page = max(1, min(page, MAX_PAGE))  # past that the offset overflows; pages that far are empty anyway
+    if page is not None:
+        page = max(1, min(page, MAX_PAGE))  # past that the offset overflows; pages that far are empty anyway
     filters = {"step": step} if step is not None else {}
-    rows, has_next = rollout_page(run=run, page=page, per_page=max(1, min(per_page, 500)), order=order,
-                                  filters=filters)
-    return {"page": page, "has_next": has_next, "rollouts": rows}
+    found = rollout_page(run=run, cursor=cursor, per_page=max(1, min(per_page, 500)), order=order,
+                         filters=filters, page=None if cursor else page)
+    return {"page": None if cursor else (page or 1), "has_next": bool(found.next_cursor),
+            "next_cursor": found.next_cursor or None, "rollouts": found.rows}
 
 
 def rollout_detail(request: HttpRequest, run_id: str, rollout_id: int) -> Rollout:

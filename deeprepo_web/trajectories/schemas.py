@@ -37,8 +37,9 @@ class RolloutOut(Schema):
 
 
 class RolloutPage(Schema):
-    page: int
+    page: int | None  # the old numbered paging's page, when the request used it
     has_next: bool
+    next_cursor: str | None  # pass as ?cursor= for the next page; null on the last
     rollouts: list[RolloutOut]
 
 

@@ -10,25 +10,33 @@ from django.db.models import Avg, Count, F, Q
 from django.db.models.functions import Coalesce
 
 from deeprepo_web.analysis.grpo import DeadRule, GroupStats, group_stats
+from deeprepo_web.front.paging import KeysetPage, SortKey, cursor_at, id_key, keyset_page, list_after
 from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
 from deeprepo_web.runs.selectors import reward_bounds
 
-ROLLOUT_ORDERS: dict[str, tuple[Any, ...]] = {
-    "id": (F("id").asc(),),
-    "-id": (F("id").desc(),),
-    "reward": (F("reward").asc(nulls_last=True),),
-    "-reward": (F("reward").desc(nulls_last=True),),
-    "turns": (F("num_turns").asc(),),
-    "-turns": (F("num_turns").desc(),),
-    "tokens": (F("total_tokens").asc(nulls_last=True),),
-    "-tokens": (F("total_tokens").desc(nulls_last=True),),
-    "step": (F("step").asc(nulls_first=True),),
-    "-step": (F("step").desc(nulls_last=True),),
+
+def _keys(field: str, kind: str, nullable: bool = False) -> dict[str, list[SortKey]]:
+    """The ascending and descending orders of a column, NULLs last either way, ties by id."""
+    return {
+        field: [SortKey(field, kind, nullable=nullable), id_key()],
+        f"-{field}": [SortKey(field, kind, desc=True, nullable=nullable), id_key(desc=True)],
+    }
+
+
+ROLLOUT_ORDERS: dict[str, list[SortKey]] = {
+    "id": [id_key()],
+    "-id": [id_key(desc=True)],
+    **_keys("reward", "float", nullable=True),
+    **_keys("num_turns", "int"),
+    **_keys("total_tokens", "int"),  # input + output, NULLs as 0 (annotated by rollout_page)
+    **_keys("output_tokens", "int", nullable=True),
+    # Unstepped rollouts (an eval's) come first going up, last going down.
+    "step": [SortKey("step", "int", nullable=True, nulls_last=False), id_key()],
+    "-step": [SortKey("step", "int", desc=True, nullable=True), id_key(desc=True)],
 }
-# The API also takes the column names.
-ROLLOUT_ORDERS["num_turns"], ROLLOUT_ORDERS["-num_turns"] = ROLLOUT_ORDERS["turns"], ROLLOUT_ORDERS["-turns"]
-ROLLOUT_ORDERS["output_tokens"] = (F("output_tokens").asc(nulls_last=True),)
-ROLLOUT_ORDERS["-output_tokens"] = (F("output_tokens").desc(nulls_last=True),)
+# The table's names for two columns; the API takes both.
+ROLLOUT_ORDERS["turns"], ROLLOUT_ORDERS["-turns"] = ROLLOUT_ORDERS["num_turns"], ROLLOUT_ORDERS["-num_turns"]
+ROLLOUT_ORDERS["tokens"], ROLLOUT_ORDERS["-tokens"] = ROLLOUT_ORDERS["total_tokens"], ROLLOUT_ORDERS["-total_tokens"]
 
 
 @dataclass
@@ -70,26 +78,31 @@ class RolloutFilter:
 def rollout_page(
     *,
     run: Run,
-    page: int = 1,
+    cursor: str = "",
     per_page: int = 50,
     order: str = "id",
     filters: dict[str, Any] | RolloutFilter | None = None,
-) -> tuple[list[Rollout], bool]:
-    """One page of a run's rollouts and whether there is a next one (no COUNT over the table)."""
+    page: int | None = None,
+) -> KeysetPage[Rollout]:
+    """One page of a run's rollouts after (or before) `cursor`, no COUNT and no OFFSET. `page` is the
+    API's old numbered paging, kept for clients that still send it (an OFFSET, capped by the API)."""
     qs = Rollout.objects.filter(run=run)
     if isinstance(filters, RolloutFilter):
         qs = qs.filter(filters.q())
     elif filters:
         qs = qs.filter(**filters)
-    ordering = ROLLOUT_ORDERS.get(order, ROLLOUT_ORDERS["id"])
-    if order in ("tokens", "-tokens"):
+    if order not in ROLLOUT_ORDERS:
+        order = "id"
+    keys = ROLLOUT_ORDERS[order]
+    if keys[0].field == "total_tokens":
         qs = qs.annotate(total_tokens=Coalesce("input_tokens", 0) + Coalesce("output_tokens", 0))
-    tie = F("id").desc() if order.startswith("-") else F("id").asc()
     qs = qs.select_related("example").defer("final_answer", "example__prompt", "example__oracle", "example__info")
-    qs = qs.order_by(*ordering, tie)
-    start = (max(page, 1) - 1) * per_page
-    rows = list(qs[start : start + per_page + 1])
-    return rows[:per_page], len(rows) > per_page
+    if page is not None and page > 1 and not cursor:
+        start = (page - 1) * per_page
+        rows = list(qs.order_by(*(k.order() for k in keys))[start : start + per_page + 1])
+        following = cursor_at(rows[per_page - 1], keys=keys, order=order) if len(rows) > per_page else ""
+        return KeysetPage(rows=rows[:per_page], next_cursor=following, prev_cursor="", at_start=False)
+    return keyset_page(qs, keys=keys, order=order, cursor=cursor, per_page=per_page)
 
 
 def rollout_steps(*, run: Run, limit: int = 100_000) -> list[int | None]:
@@ -114,6 +127,40 @@ def rollout_steps(*, run: Run, limit: int = 100_000) -> list[int | None]:
         if cur.fetchone()[0]:
             steps.insert(0, None)
     return steps
+
+
+@dataclass
+class StepNav:
+    """Where the Groups tab's step input can go: the existing steps around one, found by index seeks."""
+
+    prev: int | None  # the step before (None with has_prev: the unstepped rollouts)
+    has_prev: bool
+    next: int | None
+    first: int | None  # the run's lowest and highest steps, None when every rollout is unstepped
+    last: int | None
+    unstepped: bool  # some rollouts have no step (an eval's)
+
+
+def step_nav(*, run: Run, step: int | None) -> StepNav:
+    """The existing steps before and after `step` (None: the unstepped rollouts), the first and the
+    last: five LIMIT 1 index reads on (run, step), one round trip, however many steps the run has."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            SELECT (SELECT step FROM runs_rollout WHERE run_id = %(run)s AND step < %(step)s ORDER BY step DESC LIMIT 1),
+                   (SELECT step FROM runs_rollout WHERE run_id = %(run)s AND step > %(step)s ORDER BY step LIMIT 1),
+                   (SELECT step FROM runs_rollout WHERE run_id = %(run)s AND step IS NOT NULL ORDER BY step LIMIT 1),
+                   (SELECT step FROM runs_rollout WHERE run_id = %(run)s AND step IS NOT NULL
+                    ORDER BY step DESC LIMIT 1),
+                   EXISTS (SELECT 1 FROM runs_rollout WHERE run_id = %(run)s AND step IS NULL)
+            """,
+            {"run": run.pk, "step": step},
+        )
+        before, after, first, last, unstepped = cur.fetchone()
+    if step is None:  # the unstepped rollouts come before every step
+        return StepNav(prev=None, has_prev=False, next=first, first=first, last=last, unstepped=unstepped)
+    has_prev = before is not None or unstepped
+    return StepNav(prev=before, has_prev=has_prev, next=after, first=first, last=last, unstepped=unstepped)
 
 
 def rollout_stop_conditions(*, run: Run, sample: int = 5000) -> list[str]:
@@ -142,13 +189,17 @@ class Group:
 @dataclass
 class StepGroups:
     groups: list[Group]
-    has_next: bool
+    paging: KeysetPage[int]  # the page's example ids and the cursors around them
     n_groups: int  # in the whole step, not just this page
     n_dead: int
     n_all_fail: int
     n_all_pass: int
     n_rollouts: int
     capped: bool  # the step had more rollouts than the summary reads
+
+    @property
+    def has_next(self) -> bool:
+        return bool(self.paging.next_cursor)
 
     @property
     def n_other(self) -> int:
@@ -162,7 +213,7 @@ class StepGroups:
 GROUP_SUMMARY_CAP = 50_000
 
 
-def groups_for_step(*, run: Run, step: int | None, page: int = 1, per_page: int = 20) -> StepGroups:
+def groups_for_step(*, run: Run, step: int | None, cursor: str = "", per_page: int = 20) -> StepGroups:
     """The rollouts of one step grouped per example (a page of examples) with GRPO stats, plus a
     summary over every group of the step. A step is one batch, so reading its rewards is bounded."""
     where = Q(run=run) & _step_q(step)
@@ -181,8 +232,9 @@ def groups_for_step(*, run: Run, step: int | None, page: int = 1, per_page: int 
     for e, _ in rewards:
         if not example_ids or example_ids[-1] != e:
             example_ids.append(e)
-    start = (max(page, 1) - 1) * per_page
-    page_ids = example_ids[start : start + per_page]
+    # Examples in id order; a cursor is the last (or first) example id of a page.
+    paging = list_after(example_ids, key=lambda e: e, cursor=cursor, order="groups", kind="int", per_page=per_page)
+    page_ids = paging.rows
     rows = list(
         Rollout.objects.filter(where, example_id__in=page_ids)
         .defer("final_answer", "metrics")
@@ -202,7 +254,7 @@ def groups_for_step(*, run: Run, step: int | None, page: int = 1, per_page: int 
         groups.append(Group(example=examples[eid], rollouts=members, stats=stats[0] if stats else None))
     return StepGroups(
         groups=groups,
-        has_next=len(example_ids) > start + per_page,
+        paging=paging,
         n_groups=len(comparable),
         n_dead=sum(1 for g in comparable if g.dead is not None),
         n_all_fail=sum(1 for g in comparable if g.dead == "all_fail"),
@@ -307,16 +359,20 @@ def turn_views_page(*, rollout: Rollout, start: int = 0, limit: int = TURNS_PAGE
     return [TurnView(turn=t, calls=roots.get(t.pk, [])) for t in turns], has_next
 
 
-def example_rollouts_page(*, example: Example, page: int = 1, per_page: int = 50) -> tuple[list[Rollout], bool]:
+# An example's rollouts: newest run first, then by step (unstepped first) and sample.
+EXAMPLE_ROLLOUT_KEYS = [
+    SortKey("run__created_at", "datetime", desc=True), SortKey("run_id", "int"),
+    SortKey("step", "int", nullable=True, nulls_last=False), SortKey("sample_index", "int", nullable=True), id_key(),
+]
+
+
+def example_rollouts_page(*, example: Example, cursor: str = "", per_page: int = 50) -> KeysetPage[Rollout]:
     qs = (
         Rollout.objects.filter(example=example)
         .select_related("run")
         .defer("final_answer", "metrics", "run__config", "run__summary", "run__notes")
-        .order_by("-run__created_at", "run_id", F("step").asc(nulls_first=True), "sample_index", "id")
     )
-    start = (max(page, 1) - 1) * per_page
-    rows = list(qs[start : start + per_page + 1])
-    return rows[:per_page], len(rows) > per_page
+    return keyset_page(qs, keys=EXAMPLE_ROLLOUT_KEYS, order="example", cursor=cursor, per_page=per_page)
 
 
 @dataclass

@@ -16,7 +16,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from deeprepo_web.accounts import access
-from deeprepo_web.front.http import float_param, int_param, is_htmx, page_param
+from deeprepo_web.front.http import float_param, int_param, is_htmx
+from deeprepo_web.front.paging import cursor_param, pager_for
 from deeprepo_web.labels.selectors import label_names, marks_by_turn
 from deeprepo_web.runs.access import rollout_for_user, run_for_user
 from deeprepo_web.runs.models import Example, Rollout, ToolCall, Turn
@@ -78,9 +79,9 @@ def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     sort = request.GET.get("sort", "")
     if sort not in SORTS:
         sort = ""
-    page = page_param(request)
-    rollouts, has_next = selectors.rollout_page(run=run, page=page, per_page=PER_PAGE, order=sort or "id",
-                                                filters=filt)
+    found = selectors.rollout_page(run=run, cursor=cursor_param(request), per_page=PER_PAGE, order=sort or "id",
+                                   filters=filt)
+    rollouts = found.rows
     rewards = [r.reward for r in rollouts if r.reward is not None and math.isfinite(r.reward)]
     # The bar spans [0, 1] unless this page's rewards fall outside it.
     lo, hi = min([0.0, *rewards]), max([1.0, *rewards])
@@ -93,8 +94,7 @@ def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
         "run": run,
         "rows": [rollout_row_html(r, url=f"{list_url}{r.pk}/", bar_span=f"{lo},{hi}", group_advantage=group_adv.get(r.pk))
                  for r in rollouts],
-        "page": page,
-        "has_next": has_next,
+        "pager": pager_for(request, found, label="Rollout pages", noun="rollout", load_via="rollout-table-loader"),
         "filter": filt,
         "errors": errors,
         "sort": sort,
@@ -112,33 +112,23 @@ def rollouts(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
 @login_required
 def groups(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     run = run_for_user(request.user, run_id, slug=slug)
-    steps = selectors.rollout_steps(run=run)
     raw = request.GET.get("step", "").strip()
-    step: int | None
     errors: list[str] = []
-    if raw in ("", "null", "none"):
-        # Default: the latest step (the whole eval when the run has no steps).
-        step = steps[-1] if steps else None
-    else:
-        step = int_param(raw, "step", errors)
-        if step is None:
-            step = steps[-1] if steps else None
-    page = page_param(request)
-    result = selectors.groups_for_step(run=run, step=step, page=page, per_page=GROUPS_PER_PAGE)
-    position = steps.index(step) if step in steps else None
+    step = None if raw in ("", "null", "none") else int_param(raw, "step", errors)
+    nav = selectors.step_nav(run=run, step=step)
+    if step is None and raw not in ("null", "none"):
+        step = nav.last  # default: the latest step (the whole eval when the run has no steps)
+        nav = selectors.step_nav(run=run, step=step)
+    result = selectors.groups_for_step(run=run, step=step, cursor=cursor_param(request), per_page=GROUPS_PER_PAGE)
     ctx = {
         "project": run.project,
         "run": run,
-        "steps": steps,
+        "nav": nav,
+        "any_rollouts": nav.first is not None or nav.unstepped,
         "step": step,
-        "prev_step": steps[position - 1] if position and position > 0 else None,
-        "next_step": steps[position + 1] if position is not None and position + 1 < len(steps) else None,
-        "has_prev_step": bool(position and position > 0),
-        "has_next_step": position is not None and position + 1 < len(steps),
         "result": result,
-        "page": page,
+        "pager": pager_for(request, result.paging, label="Example pages", noun="example", load_via="groups-loader"),
         "errors": errors,
-        "step_known": step in steps,
     }
     if is_htmx(request, "groups-body"):
         return render(request, "trajectories/groups.html#body", ctx)
@@ -235,8 +225,7 @@ def trajectory_body(request: HttpRequest, slug: str, run_id: str, rollout_id: in
 @login_required
 def example(request: HttpRequest, slug: str, example_id: int) -> HttpResponse:
     ex = _example(request, slug, example_id)
-    page = page_param(request)
-    rows, has_next = selectors.example_rollouts_page(example=ex, page=page, per_page=PER_PAGE)
+    found = selectors.example_rollouts_page(example=ex, cursor=cursor_param(request), per_page=PER_PAGE)
     prompt = ex.prompt
     messages = prompt if isinstance(prompt, list) and all(isinstance(m, dict) for m in prompt) else None
     ctx = {
@@ -244,10 +233,9 @@ def example(request: HttpRequest, slug: str, example_id: int) -> HttpResponse:
         "example": ex,
         "messages": messages,
         "prompt_text": None if messages is not None or prompt is None else richtext.pretty_json(prompt),
-        "rows": rows,
-        "page": page,
-        "has_next": has_next,
-        "per_run": selectors.example_rewards(example=ex) if page == 1 else [],
+        "rows": found.rows,
+        "pager": pager_for(request, found, label="Rollout pages", noun="rollout", load_via="example-loader"),
+        "per_run": selectors.example_rewards(example=ex) if found.at_start else [],
     }
     if is_htmx(request, "example-rollouts"):
         return render(request, "trajectories/example.html#rollouts", ctx)

@@ -101,12 +101,16 @@ def test_paging_shows_fifty_and_a_next_link(client: Any, team: Any) -> None:
     from deeprepo_web.runs.models import Run
 
     Run.objects.bulk_create([Run(project=team.project, name=f"run-{i:03d}") for i in range(51)])
+    from tests.pager import pager_link, pager_text
+
     html = table(client, team, sort="name")
     assert len(names(html)) == 50 and names(html)[0] == "run-000"
-    nxt = re.search(r'class="next" href="([^"]+)"', html)
-    assert nxt is not None and "page=2" in nxt.group(1) and "sort=name" in nxt.group(1)
-    second = table(client, team, sort="name", page=2)
-    assert names(second) == ["run-050"] and 'class="next"' not in second
+    nxt = pager_link(html, "next")
+    assert nxt is not None and "cursor=" in nxt and "sort=name" in nxt
+    assert pager_text(html) == "50 runs on this page Next →"
+    second = client.get(nxt, headers=HX).content.decode()
+    assert names(second) == ["run-050"] and pager_link(second, "next") is None
+    assert pager_text(second) == "« First ← Previous 1 run on this page"
 
 
 def test_model_text_is_escaped(client: Any, team: Any) -> None:

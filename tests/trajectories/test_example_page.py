@@ -29,6 +29,7 @@ def test_example_rollouts_are_paged(client, team):
     from deeprepo_web.runs.models import Rollout
     from deeprepo_web.runs.services import run_create
     from tests.factories import rollout
+    from tests.pager import pager_link, pager_text
 
     run, _ = run_create(project=team.project, name="many")
     rollouts_ingest(run=run, rollouts=[rollout("same", step=i // 8, sample_index=i % 8, uid=f"u{i}", turns=0)
@@ -37,8 +38,8 @@ def test_example_rollouts_are_paged(client, team):
     client.force_login(team.viewer)
     url = reverse("example", args=["demo", ex])
     first = client.get(url).content.decode()
-    assert len(re.findall(r'name="r" value="\d+"', first)) == 50 and "?page=2" in first
-    second = client.get(url, {"page": "2"}, headers={"HX-Request": "true", "HX-Target": "example-rollouts"})
+    assert len(re.findall(r'name="r" value="\d+"', first)) == 50 and pager_text(first).endswith("Next →")
+    second = client.get(pager_link(first, "next"), headers={"HX-Request": "true", "HX-Target": "example-rollouts"})
     chunk = second.content.decode()
     assert chunk.lstrip().startswith('<div id="example-rollouts"')
     assert len(re.findall(r'name="r" value="\d+"', chunk)) == 20

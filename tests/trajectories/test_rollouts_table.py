@@ -90,6 +90,7 @@ def test_pages_of_50_with_a_next_link_and_no_count(viewer, url, loaded, django_a
     from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
     from deeprepo_web.runs.models import Rollout
     from tests.factories import rollout
+    from tests.pager import pager_link, pager_text
 
     rollouts_ingest(run=loaded.run, rollouts=[rollout(f"bulk-{i}", step=5, uid=f"b{i}", turns=0) for i in range(60)])
     from django.db import connection
@@ -100,11 +101,12 @@ def test_pages_of_50_with_a_next_link_and_no_count(viewer, url, loaded, django_a
     assert not [q for q in ctx.captured_queries if "COUNT(" in q["sql"].upper()]
     html = first.content.decode()
     assert len(re.findall(r'/rollouts/(\d+)/"', html)) == 50
-    assert "page=2" in html and "next page" in html
-    second = viewer.get(url, {"page": "2"})
+    assert pager_text(html) == "50 rollouts on this page Next →"
+    second = viewer.get(pager_link(html, "next"))
     assert len(re.findall(r'/rollouts/(\d+)/"', second.content.decode())) == Rollout.objects.filter(
         run=loaded.run).count() - 50
-    assert "next page" not in second.content.decode()
+    assert pager_link(second.content.decode(), "next") is None
+    assert "← Previous" in pager_text(second.content.decode())
 
 
 def test_htmx_request_gets_only_the_table(viewer, url, loaded):

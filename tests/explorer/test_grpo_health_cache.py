@@ -1,0 +1,73 @@
+"""The run page's GRPO health is computed once per state of the run's rollouts: a refresh without new
+rollouts reads two index entries and the cache, a new rollout (or an in-place rebuild) gives a new answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from tests.factories import rollout
+
+pytestmark = pytest.mark.django_db
+
+
+def _health_scans(ctx: CaptureQueriesContext) -> int:
+    return sum(1 for q in ctx.captured_queries if "percentile_cont" in q["sql"])
+
+
+def _run(team: Any) -> Any:
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.services import run_create
+
+    run, _ = run_create(project=team.project, name="cached")
+    rollouts_ingest(run=run, rollouts=[rollout(ex, reward=r, step=0, uid=f"0-{ex}-{i}", turns=0)
+                                       for ex, rewards in {"A": [0.0, 0.0], "B": [0.0, 1.0]}.items()
+                                       for i, r in enumerate(rewards)])
+    return run
+
+
+def test_a_refresh_without_new_rollouts_does_no_rescan(client: Any, team: Any) -> None:
+    run = _run(team)
+    client.force_login(team.viewer)
+    url = reverse("run_health", args=["demo", run.public_id])
+    with CaptureQueriesContext(connection) as first:
+        one = client.get(url).json()
+    assert _health_scans(first) == 1 and one["step"] == [0] and one["frac_dead"] == [0.5]
+    with CaptureQueriesContext(connection) as again:
+        two = client.get(url).json()
+    # The second read: session, user, membership and run as before, then the reward range and the
+    # newest rollout id, and no pass over the rollouts.
+    assert _health_scans(again) == 0 and two == one
+    assert len(again.captured_queries) == len(first.captured_queries) - 1
+
+
+def test_a_new_rollout_changes_the_answer(client: Any, team: Any) -> None:
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+
+    run = _run(team)
+    client.force_login(team.viewer)
+    url = reverse("run_health", args=["demo", run.public_id])
+    assert client.get(url).json()["rollouts"] == [4]
+    rollouts_ingest(run=run, rollouts=[rollout("C", reward=1.0, step=1, uid="1-C-0", turns=0),
+                                       rollout("C", reward=1.0, step=1, uid="1-C-1", turns=0)])
+    with CaptureQueriesContext(connection) as ctx:
+        after = client.get(url).json()
+    assert _health_scans(ctx) == 1
+    assert after["step"] == [0, 1] and after["rollouts"] == [4, 2] and after["frac_all_pass"][1] == 1.0
+
+
+def test_a_rebuild_in_place_changes_the_answer(team: Any, django_capture_on_commit_callbacks: Any) -> None:
+    """A rollout rebuilt under the same id (OTLP, MLflow traces) keeps the newest id: the rebuild
+    signal moves the run's cache generation on, so the next read computes again."""
+    from deeprepo_web.explorer.health import grpo_health_cached
+    from deeprepo_web.runs.ingest.replace import rollouts_replace
+
+    run = _run(team)
+    assert grpo_health_cached(run=run)["mean"] == [pytest.approx(0.25)]
+    with django_capture_on_commit_callbacks(execute=True):
+        rollouts_replace(run=run, rollouts=[rollout("A", reward=1.0, step=0, uid="0-A-0", turns=0)])
+    assert grpo_health_cached(run=run)["mean"] == [pytest.approx(0.5)]
