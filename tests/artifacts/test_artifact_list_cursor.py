@@ -8,7 +8,7 @@ from django.utils import timezone
 
 
 def test_artifact_list_by_cursor_and_by_offset(api: Any, team: Any) -> None:
-    from deeprepo_web.runs.models import Artifact
+    from deeprepo_web.artifacts.models import Artifact
     from deeprepo_web.runs.services import run_create
 
     run, _ = run_create(project=team.project, name="arts")

@@ -90,9 +90,10 @@ def test_rollouts_walk_every_order_with_ties_and_nulls(team: Any) -> None:
 
 
 def test_example_rollouts_and_artifacts_walk_with_tied_times(team: Any) -> None:
+    from deeprepo_web.artifacts.models import Artifact
     from deeprepo_web.front.paging import keyset_page, newest_first
     from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
-    from deeprepo_web.runs.models import Artifact, Rollout, Run
+    from deeprepo_web.runs.models import Rollout, Run
     from deeprepo_web.runs.services import run_create
     from deeprepo_web.trajectories.selectors import example_rollouts_page
 
