@@ -1,17 +1,17 @@
-"""Search speed on seed_scale data: first-page latency of word and substring/regex searches, the size
-of the search indexes, and ingest's rate with them.
+"""Search speed on seed_scale data: first-page latency of word and substring/regex searches, index
+size and build time, and what the search indexes cost ingest.
 
     python bench/search.py [--rollouts 1000000] [--reuse] [--repeat 5] [--ingest-rollouts 4000]
 
 A scratch database (`deeprepo_bench_search`) is seeded by `manage.py seed_scale`, a few rare texts are
-planted (0.02 % of turns, 0.005 % of tool calls). The search indexes are expression indexes on the
-source tables (search migration 0002), kept up by the seeding's COPY itself: there is no copy to
-build. They are sized. Each query runs `--repeat` times through the same selector as the page
-(`search_page`, first page of 50). `--reuse` keeps a database seeded before at the same size.
+planted (0.02 % of turns, 0.005 % of tool calls), then the indexer (beat's search_index_update) copies
+every body into search_doc with its tsvector: timed, and sized with its GIN indexes. Each query runs `--repeat` times
+through the same selector as the page (`search_page`, first page of 50). `--reuse` keeps a database
+seeded before at the same size.
 
 Ingest: the same 50-rollout batches (bench/ingest.py's rollouts, ~1 KB turns) through the ingest service,
-which now keeps the search indexes up as it writes.
-Last line: {"word_p95_ms", "substring_regex_p95_ms", "index_mb", "ingest_rollouts_per_s", ...}.
+alone and with the indexer running beside it (ingest itself writes no search index).
+Last line: {"word_p95_ms", "substring_regex_p95_ms", "index_mb", "ingest_slowdown", ...}.
 """
 
 from __future__ import annotations
@@ -76,28 +76,31 @@ def seed(rollouts: int) -> str:
     return url
 
 
-INDEXES = [f"{t}_search_{k}" for t in ("runs_turn", "runs_toolcall", "runs_rollout", "runs_example")
-           for k in ("tsv", "trgm")]
-
-
-def size_indexes(url: str) -> dict[str, int]:
-    """Bytes of each search index and of the source tables (heap + TOAST + every index)."""
+def build_index(url: str) -> dict[str, Any]:
+    """Run the indexer (what beat does after ingest) until it has read everything; time and size it."""
     os.environ["DATABASE_URL"] = url
     import django
 
     django.setup()
     from django.db import connection
 
-    sizes = {}
+    from deeprepo_web.search.indexer import search_index_update
+
+    t0 = time.monotonic()
+    rows = 0
+    while added := search_index_update(budget_seconds=600):
+        rows += added
+    seconds = time.monotonic() - t0
     with connection.cursor() as cur:
-        for table in ("runs_turn", "runs_toolcall", "runs_rollout", "runs_example"):
-            cur.execute(f"ANALYZE {table}")
-            cur.execute("SELECT pg_total_relation_size(%s::regclass)", [table])
-            sizes[table] = cur.fetchone()[0]
-        for rel in INDEXES:
-            cur.execute("SELECT coalesce(pg_relation_size(to_regclass(%s)), 0)", [rel])
+        cur.execute("ANALYZE search_doc")
+        sizes = {}
+        for rel in ("search_doc", "search_doc_tsv", "search_doc_trgm", "search_doc_rollout", "search_doc_src_obj",
+                    "runs_turn", "runs_toolcall", "runs_rollout"):
+            cur.execute("SELECT pg_total_relation_size(%s::regclass)" if rel == "search_doc" else
+                        "SELECT pg_relation_size(%s::regclass)", [rel])
             sizes[rel] = cur.fetchone()[0]
-    return sizes
+    print(f"indexed {rows} rows in {seconds:.0f}s", file=sys.stderr)
+    return {"rows": rows, "seconds": seconds, "bytes": sizes}
 
 
 def time_queries(repeat: int) -> dict[str, Any]:
@@ -132,25 +135,49 @@ def p95(values: list[float]) -> float:
     return round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1)
 
 
-def ingest_rate(rollouts: int) -> dict[str, float]:
-    """Rollouts per second through the ingest service (which keeps the search indexes up), twice."""
+def ingest_cost(rollouts: int) -> dict[str, float]:
+    """Rollouts per second through the ingest service alone, and while the indexer keeps up beside it
+    (a thread looping search_index_update on its own connection, as the beat task would)."""
+    import threading
+
+    from django.db import connection
+
     from bench.ingest import rollout_records
     from deeprepo_web.accounts.models import Project
     from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
     from deeprepo_web.runs.services import run_create
+    from deeprepo_web.search.indexer import search_index_update
 
     project = Project.objects.get(slug="scale")
     records = rollout_records(rollouts)
     batches = [records[s:s + 50] for s in range(0, rollouts, 50)]
-    rates = []
+    rates: dict[str, list[float]] = {"alone": [], "indexing": []}
     for rnd in range(2):
-        run, _ = run_create(project=project, name=f"ingest-{rnd}")
-        t0 = time.monotonic()
-        for batch in batches:
-            rollouts_ingest(run=run, rollouts=batch)
-        rates.append(rollouts / (time.monotonic() - t0))
-        print(f"ingest: {rates[-1]:.0f} rollouts/s", file=sys.stderr)
-    return {"ingest_rollouts_per_s": round(statistics.median(rates))}
+        for mode in ("alone", "indexing") if rnd == 0 else ("indexing", "alone"):
+            stop = threading.Event()
+
+            def indexer(stop: threading.Event = stop) -> None:
+                while not stop.is_set():
+                    if not search_index_update(budget_seconds=5):
+                        stop.wait(1.0)
+                connection.close()
+
+            thread = threading.Thread(target=indexer) if mode == "indexing" else None
+            run, _ = run_create(project=project, name=f"ingest-{mode}-{rnd}")
+            if thread:
+                thread.start()
+            t0 = time.monotonic()
+            for batch in batches:
+                rollouts_ingest(run=run, rollouts=batch)
+            rate = rollouts / (time.monotonic() - t0)
+            stop.set()
+            if thread:
+                thread.join()
+            rates[mode].append(rate)
+            print(f"ingest, {mode}: {rate:.0f} rollouts/s", file=sys.stderr)
+    alone, indexing = statistics.median(rates["alone"]), statistics.median(rates["indexing"])
+    return {"ingest_rollouts_per_s_alone": round(alone), "ingest_rollouts_per_s_indexing": round(indexing),
+            "ingest_slowdown": round(1 - indexing / alone, 3)}
 
 
 def main() -> None:
@@ -158,7 +185,7 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--reuse", action="store_true", help="keep the scratch database if seeded at this size")
-    parser.add_argument("--ingest-rollouts", type=int, default=4000, help="0: skip the ingest rate")
+    parser.add_argument("--ingest-rollouts", type=int, default=4000, help="0: skip the ingest comparison")
     parser.add_argument("--database", default=DB, help="the scratch database's name (dropped and made again)")
     args = parser.parse_args()
     _database_arg(args.database)
@@ -166,21 +193,25 @@ def main() -> None:
     if not (args.reuse and _seeded(url, args.rollouts)):
         url = seed(args.rollouts)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
-    sizes = size_indexes(url)
+    index = build_index(url)
     measured = time_queries(args.repeat)
     with psycopg.connect(url) as conn:
         turns = conn.execute("SELECT count(*) FROM runs_turn").fetchone()
         calls = conn.execute("SELECT count(*) FROM runs_toolcall").fetchone()
+    sizes = index["bytes"]
     result: dict[str, Any] = {
         "rollouts": args.rollouts, "turns": turns[0] if turns else 0, "tool_calls": calls[0] if calls else 0,
         "word_p95_ms": p95(measured["timings"]["words"]),
         "substring_regex_p95_ms": p95(measured["timings"]["other"]),
-        "index_mb": round(sum(sizes[i] for i in INDEXES) / 2**20, 1),
+        "index_mb": round(sizes["search_doc"] / 2**20, 1),
+        "index_gin_mb": round((sizes["search_doc_tsv"] + sizes["search_doc_trgm"]) / 2**20, 1),
         "runs_tables_mb": round(sum(sizes[t] for t in ("runs_turn", "runs_toolcall", "runs_rollout")) / 2**20, 1),
+        "index_build_s": round(index["seconds"], 1),
+        "index_rows_per_s": round(index["rows"] / max(index["seconds"], 1e-9)),
         "queries": measured["queries"], "bytes": sizes, "cores": os.cpu_count(),
     }
     if args.ingest_rollouts:
-        result.update(ingest_rate(args.ingest_rollouts))
+        result.update(ingest_cost(args.ingest_rollouts))
     print(json.dumps(result))
 
 

@@ -256,6 +256,7 @@ DEEPREPO_SWEEP_SECONDS = float(env_str("DEEPREPO_SWEEP_SECONDS", "2"))
 # away at upload, or restarted empty), and a running one whose heartbeat stopped this long ago lost
 # its worker: beat sends either again.
 DEEPREPO_IMPORT_STALE_SECONDS = float(env_str("DEEPREPO_IMPORT_STALE_SECONDS", "120"))
+DEEPREPO_SEARCH_INDEX_SECONDS = float(env_str("DEEPREPO_SEARCH_INDEX_SECONDS", "5"))
 # Deleting a run: up to this many rollouts it goes within the request (~1-3 s per 10^4 rollouts, see
 # bench/run_delete.py); a bigger run is deleted by the worker while the runs table says "deleting".
 # A deletion asked for this long ago and not done lost its message or its worker: beat sends it again.
@@ -276,6 +277,9 @@ CELERY_BEAT_SCHEDULE = {
     # Looks a few times per window, so a lost import starts soon after it turns stale.
     "resend-imports": {"task": "deeprepo.imports.resend", "schedule": max(1.0, DEEPREPO_IMPORT_STALE_SECONDS / 4)},
     "resend-run-deletions": {"task": "deeprepo.runs.delete_resend", "schedule": 300.0, "options": {"expires": 240}},
+    # New turns, calls and answers become searchable this many seconds after ingest, at most.
+    "search-index": {"task": "deeprepo.search.index", "schedule": DEEPREPO_SEARCH_INDEX_SECONDS,
+                     "options": {"expires": DEEPREPO_SEARCH_INDEX_SECONDS * 2}},
     # OTLP runs quiet for their project's period are finished (OTLP never says a run is over).
     "otlp-close-quiet-runs": {"task": "deeprepo.otlp.close_quiet_runs", "schedule": 60.0,
                               "options": {"expires": 120}},

@@ -33,6 +33,7 @@ class RunContents:
     turns: int
     metric_keys: int
     metric_points: int
+    search_docs: int
     marks: int
     artifacts: int
     blobs: int  # stored bodies and images no other run uses
@@ -53,7 +54,7 @@ def run_contents(*, run: Run) -> RunContents:
     return RunContents(
         rollouts=rollouts["n"] or 0, turns=rollouts["turns"] or 0,
         metric_keys=series["n"] or 0, metric_points=series["points"] or 0,
-        marks=kept_elsewhere.get("marks", 0),
+        search_docs=kept_elsewhere.get("search_docs", 0), marks=kept_elsewhere.get("marks", 0),
         artifacts=Artifact.objects.filter(run=run).count(),
         blobs=BlobRef.objects.filter(run=run).exclude(sha__in=shared).count(),
         evals_kept=Run.objects.filter(parent=run).count(),

@@ -93,7 +93,7 @@ class RunOut(Schema):
 class RunDeleteOut(Schema):
     id: str
     deleted: bool  # false: the run is big; the worker deletes it (the runs table says "deleting")
-    contents: dict[str, int]  # what goes: rollouts, turns, metric_keys, marks, artifacts, blobs …
+    contents: dict[str, int]  # what goes: rollouts, turns, metric_keys, search_docs, marks, artifacts, blobs …
 
 
 class RefusedKeyOut(Schema):

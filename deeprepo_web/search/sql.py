@@ -1,5 +1,4 @@
-"""SQL pieces of a search over the source tables' indexed bodies: the match, the hits of every source,
-the rollout filters.
+"""SQL pieces of a search over search_doc: the match, the hits of every source, the rollout filters.
 Every value goes in as a parameter; only our own constants are formatted in."""
 
 from __future__ import annotations
@@ -7,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from deeprepo_web.search.spec import SearchSpec
-from deeprepo_web.search.texts import CONFIG, FIELDS, SPLIT_FROM, SPLIT_TO, TABLES, body_of, fts
+from deeprepo_web.search.texts import CONFIG, FIELDS, SPLIT_FROM, SPLIT_TO, TABLES, fts
 
 Sql = tuple[str, list[Any]]
 SOURCES = list(TABLES)
@@ -25,50 +24,35 @@ def _words(spec: SearchSpec) -> str:
     return spec.q.translate(str.maketrans(SPLIT_FROM, SPLIT_TO))
 
 
-def body_match(spec: SearchSpec, src: str, alias: str) -> Sql:
-    """The match on the indexed body of source `src` (alias `alias`): what its expression indexes serve."""
-    body = body_of(src, alias)
+def doc_match(spec: SearchSpec) -> Sql:
+    """The match on search_doc `d` (what its GIN indexes serve)."""
     if spec.mode == "words":
-        return f"{fts(body)} @@ {_query(spec)}", [_words(spec)]
+        return f"d.tsv @@ {_query(spec)}", [_words(spec)]
     if spec.mode == "substring":
-        return f"{body} ILIKE %s", [like_pattern(spec.q)]
-    return f"{body} ~* %s", [spec.q]
+        return "d.body ILIKE %s", [like_pattern(spec.q)]
+    return "d.body ~* %s", [spec.q]
 
 
-def _field_match(spec: SearchSpec, alias: str) -> Sql:
-    """With "only in <field>": the match on that field alone, beside the indexed body match (which the
-    field's text is part of, so the index still narrows the rows)."""
+def _field_match(spec: SearchSpec) -> Sql:
+    """With "only in <field>": a join to the source row and the match on that field alone."""
     if not spec.field:
         return "", []
-    _, expr = FIELDS[spec.field]
+    source, expr = FIELDS[spec.field]
+    alias = "f"
     text = expr.format(a=alias)
     if spec.mode == "words":
-        cond, params = f" AND {fts(text)} @@ {_query(spec)}", [_words(spec)]
+        cond, params = f"{fts(text)} @@ {_query(spec)}", [_words(spec)]
     elif spec.mode == "substring":
-        cond, params = f" AND {text} ILIKE %s", [like_pattern(spec.q)]
+        cond, params = f"{text} ILIKE %s", [like_pattern(spec.q)]
     else:
-        cond, params = f" AND {text} ~* %s", [spec.q]
+        cond, params = f"{text} ~* %s", [spec.q]
     if spec.field == "tool_error":
         cond += f" AND {alias}.is_error"
-    return cond, params
+    return f" JOIN {TABLES[source]} {alias} ON {alias}.id = d.obj AND {cond}", params
 
 
 def sources_for(spec: SearchSpec) -> list[str]:
     return [FIELDS[spec.field][0]] if spec.field else SOURCES
-
-
-# Per source: (the hit's columns, FROM, the condition near one rollout `r`, near a set of runs).
-_HITS = {
-    "turn": ("t.rollout_id, t.index, 'turn', t.id", "runs_turn t", "t.rollout_id = r.id",
-             "t.rollout_id IN (SELECT ro.id FROM runs_rollout ro WHERE ro.run_id = ANY(%s))"),
-    "call": ("c.rollout_id, (SELECT ti.index FROM runs_turn ti WHERE ti.id = c.turn_id), 'call', c.id",
-             "runs_toolcall c", "c.rollout_id = r.id",
-             "c.rollout_id IN (SELECT ro.id FROM runs_rollout ro WHERE ro.run_id = ANY(%s))"),
-    "rollout": ("o.id, NULL::int, 'rollout', o.id", "runs_rollout o", "o.id = r.id", "o.run_id = ANY(%s)"),
-    "prompt": ("ro.id, NULL::int, 'prompt', e.id", "runs_example e JOIN runs_rollout ro ON ro.example_id = e.id",
-               "ro.id = r.id", "ro.run_id = ANY(%s)"),
-}
-_ALIAS = {"turn": "t", "call": "c", "rollout": "o", "prompt": "e"}
 
 
 def hits_sql(spec: SearchSpec, *, run_ids: list[int], outer: bool = False) -> Sql:
@@ -76,27 +60,35 @@ def hits_sql(spec: SearchSpec, *, run_ids: list[int], outer: bool = False) -> Sq
 
     With `outer`, only the hits of the outer query's rollout `r` (a LATERAL subquery that walks the
     rollouts newest first: the fast way when the text is common). Without, every hit the indexes find."""
+    match, params = doc_match(spec)
+    join, join_params = _field_match(spec)
+    sources = sources_for(spec)
     parts: list[str] = []
     out_params: list[Any] = []
-    for src in sources_for(spec):
-        columns, from_, near_one, near_runs = _HITS[src]
-        match, params = body_match(spec, src, _ALIAS[src])
-        field, field_params = _field_match(spec, _ALIAS[src])
-        near, near_params = (near_one, []) if outer else (near_runs, [run_ids])
-        parts.append(f"SELECT {columns} FROM {from_} WHERE {near} AND {match}{field}")
-        out_params += [*near_params, *params, *field_params]
+    direct = [s for s in sources if s != "prompt"]
+    if direct:
+        near, near_params = ("d.rollout_id = r.id", []) if outer else ("d.run_id = ANY(%s)", [run_ids])
+        parts.append(f"SELECT d.rollout_id, d.turn_index, d.src, d.obj FROM search_doc d{join} "
+                     f"WHERE d.src = ANY(%s) AND {near} AND {match}")
+        out_params += [*join_params, direct, *near_params, *params]
+    if "prompt" in sources:
+        if outer:
+            parts.append(f"SELECT r.id, NULL::int, d.src, d.obj FROM search_doc d{join} "
+                         f"WHERE d.src = 'prompt' AND d.obj = r.example_id AND {match}")
+            out_params += [*join_params, *params]
+        else:
+            parts.append(f"SELECT ro.id, NULL::int, d.src, d.obj FROM search_doc d{join} "
+                         "JOIN runs_rollout ro ON ro.example_id = d.obj "
+                         f"WHERE d.src = 'prompt' AND ro.run_id = ANY(%s) AND {match}")
+            out_params += [*join_params, run_ids, *params]
     return " UNION ALL ".join(parts), out_params
 
 
 def hits_capped(spec: SearchSpec, cap: int) -> Sql:
     """How many bodies match, counting no further than `cap`."""
-    parts: list[str] = []
-    params: list[Any] = []
-    for src in sources_for(spec):
-        match, match_params = body_match(spec, src, "x")
-        parts.append(f"SELECT 1 FROM {TABLES[src]} x WHERE {match}")
-        params += match_params
-    return f"SELECT count(*) FROM ({' UNION ALL '.join(parts)} LIMIT {int(cap)}) n", params
+    match, params = doc_match(spec)
+    return (f"SELECT count(*) FROM (SELECT 1 FROM search_doc d WHERE d.src = ANY(%s) AND {match} "
+            f"LIMIT {int(cap)}) x", [sources_for(spec), *params])
 
 
 def rollout_filters(spec: SearchSpec, *, run_ids: list[int], label_id: int | None) -> Sql:

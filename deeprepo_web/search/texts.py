@@ -1,10 +1,7 @@
 """The searchable text of each source table, and how it becomes a tsvector.
 
-There is no stored copy of the text: each source table carries two expression indexes over its own
-body (search migration 0002): a GIN on fts(body) for words and a pg_trgm GIN on body for substrings and
-regexes. A search writes the very same expressions (`body_of`, `fts`), or the planner would not use
-them. Bodies are cut at LIMIT characters: to_tsvector refuses strings over 1 MB, and a body past the
-blob threshold keeps only its preview in the row anyway.
+Bodies are cut at LIMIT characters: to_tsvector refuses strings over 1 MB, and a body past the blob
+threshold keeps only its preview in the row anyway.
 """
 
 from __future__ import annotations
@@ -34,13 +31,6 @@ BODIES = {
     "prompt": _cut("coalesce({a}.prompt::text, '')"),
 }
 TABLES = {"turn": "runs_turn", "call": "runs_toolcall", "rollout": "runs_rollout", "prompt": "runs_example"}
-# The expression indexes of each source (made by search migration 0002).
-INDEX_NAMES = {src: (f"{table}_search_tsv", f"{table}_search_trgm") for src, table in TABLES.items()}
-
-
-def body_of(src: str, alias: str) -> str:
-    """The indexed body of a source row whose table has the alias `alias`."""
-    return BODIES[src].format(a=alias)
 
 # One field alone (for "search only in ..."): a recheck on the source row of a body that matched.
 FIELDS: dict[str, tuple[str, str]] = {

@@ -26,6 +26,7 @@ from deeprepo_web.runs.access import run_for_user
 from deeprepo_web.runs.models import Run
 from deeprepo_web.search import exports
 from deeprepo_web.search.chart import HEIGHT, WIDTH, chart_rows
+from deeprepo_web.search.indexer import search_index_lag
 from deeprepo_web.search.selectors import (
     SearchFailed,
     search_counts,
@@ -73,6 +74,7 @@ def search(request: HttpRequest, slug: str) -> HttpResponse:
         "run": Run.objects.filter(project=project, public_id=spec.run).first() if spec.run else None,
         "labels": Label.objects.filter(project=project).order_by("name"),
         "can_write": membership.allows("editor"),
+        "lag": search_index_lag(),
     }
     if is_htmx(request, "search-results"):
         return render(request, "search/search.html#results", ctx)

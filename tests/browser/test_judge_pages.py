@@ -23,6 +23,7 @@ def _turn(content: str) -> dict[str, Any]:
 def _rollouts(team: Any) -> Any:
     from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
     from deeprepo_web.runs.services import run_create
+    from deeprepo_web.search.indexer import search_index_update
     from tests.factories import rollout
 
     run, _ = run_create(project=team.project, name="judged-run")
@@ -33,6 +34,7 @@ def _rollouts(team: Any) -> Any:
         record["turns"] = [{"role": "user", "content": f"Task marker-{i}"}, _turn("Looking."), _turn(last)]
         records.append(record)
     rollouts_ingest(run=run, rollouts=records)
+    search_index_update()
     return run
 
 

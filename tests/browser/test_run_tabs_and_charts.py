@@ -8,6 +8,7 @@ from deeprepo_web.labels.models import Label, Mark
 from deeprepo_web.runs.ingest.metrics import metrics_ingest
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
 from deeprepo_web.runs.services import run_create
+from deeprepo_web.search.indexer import search_index_update
 from tests.factories import rollout
 
 TABS = ["Overview", "Rollouts", "Groups", "Checkpoints", "Search", "Errors", "Logs", "Artifacts"]
@@ -17,6 +18,8 @@ def _run(team):
     run, _ = run_create(project=team.project, name="grpo-tabs", environment="math", status="failed")
     metrics_ingest(run=run, points=[{"step": i, "values": {"loss/kl": 0.0, "reward": i / 10}} for i in range(6)])
     rollouts_ingest(run=run, rollouts=[rollout(f"ex-{i}", uid=f"t{i}", sample_index=i, turns=1) for i in range(4)])
+    while search_index_update(budget_seconds=5):
+        pass
     return run
 
 

@@ -82,10 +82,12 @@ def test_search_open_label_filter_export(browser_page, live_server, team, corpus
 
 
 def test_hostile_snippets_never_run(browser_page, live_server, team, corpus, screenshot_dir) -> None:  # noqa: F811
+    from deeprepo_web.search.indexer import search_index_update
     from tests.trajectories.conftest import ingest
     from tests.trajectories.hostile import hostile_rollout
 
     ingest(corpus.run, [hostile_rollout("hostile-search")])
+    search_index_update()
     page: Any = browser_page(team.viewer)
     for query in ("needle", "pwned", "script", "onerror"):
         for mode in ("words", "substring"):

@@ -17,6 +17,8 @@ from deeprepo_web.runs.ingest.metrics import metrics_ingest
 from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
 from deeprepo_web.runs.models import Artifact, BlobRef, Rollout, Run, Turn
 from deeprepo_web.runs.services import run_create
+from deeprepo_web.search.indexer import search_index_update
+from deeprepo_web.search.models import Doc
 from tests.factories import rollout
 
 
@@ -31,6 +33,8 @@ def _full_run(team: Any, name: str = "grpo-to-delete", rollouts: int = 4) -> Run
     BlobRef.objects.create(sha=sha, run=run)
     Artifact.objects.create(run=run, name="model.safetensors", size=3, sha256="0" * 64,
                             storage_key=f"{storage.run_prefix(run.project_id, run.public_id)}model.safetensors")
+    while search_index_update(budget_seconds=5):
+        pass
     return run
 
 
@@ -38,12 +42,11 @@ def test_confirmation_names_what_goes_and_post_deletes_everything(client, team):
     run = _full_run(team)
     keep = _full_run(team, name="grpo-stays")
     sha = BlobRef.objects.get(run=run).sha
-    rollout_ids = list(Rollout.objects.filter(run=run).values_list("pk", flat=True))
     client.force_login(team.editor)
     page = client.get(f"/p/demo/runs/{run.public_id}/delete/").content.decode()
     assert "Delete run grpo-to-delete?" in page
     for text in ("<b>4</b> rollouts", "<b>1</b> metric key", "<b>1</b> label", "<b>1</b> artifact",
-                 "<b>1</b> stored blob"):
+                 "<b>1</b> stored blob", "search documents"):
         assert text in page, text
     assert Run.objects.filter(pk=run.pk).exists()  # looking is not deleting
 
@@ -51,8 +54,7 @@ def test_confirmation_names_what_goes_and_post_deletes_everything(client, team):
     assert res.status_code == 302 and res["Location"] == "/p/demo/"
     assert not Run.objects.filter(pk=run.pk).exists()
     assert not Rollout.objects.filter(run_id=run.pk).exists()
-    assert not Turn.objects.filter(rollout_id__in=rollout_ids).exists()
-    assert Turn.objects.filter(rollout__run=keep).exists()
+    assert not Doc.objects.filter(run_id=run.pk).exists() and Doc.objects.filter(run_id=keep.pk).exists()
     assert not Mark.objects.filter(run_id=run.pk).exists() and Mark.objects.filter(run=keep).exists()
     with pytest.raises(FileNotFoundError):
         storage.blob_get(sha)
@@ -103,7 +105,7 @@ def test_a_big_run_is_marked_deleting_and_deleted_by_the_worker(client, team, se
         assert celery_worker.proc.poll() is None
         seen_deleting = seen_deleting or 'status-deleting">deleting<' in client.get("/p/demo/").content.decode()
         time.sleep(0.2)
-    assert not Rollout.objects.filter(run_id=run.pk).exists()
+    assert not Rollout.objects.filter(run_id=run.pk).exists() and not Doc.objects.filter(run_id=run.pk).exists()
     event = AuditEvent.objects.get(action=Action.RUN_DELETED, target__contains=run.public_id)
     assert event.actor == "editor"  # the worker deletes on behalf of who asked
     assert seen_deleting

@@ -11,6 +11,8 @@ from django.urls import reverse
 from deeprepo_web.labels.models import Mark
 from deeprepo_web.labels.services import label_create, mark_create
 from deeprepo_web.runs.models import Rollout, ToolCall, Turn
+from deeprepo_web.search.indexer import search_index_update
+from deeprepo_web.search.models import Doc
 from deeprepo_web.sharing.services import share_create
 from tests.otlp.bodies import agent_trace, body
 
@@ -27,16 +29,6 @@ def _turns(rollout: Rollout) -> list[tuple[str, str]]:
     return [(t.role, t.content) for t in Turn.objects.filter(rollout=rollout).order_by("index")]
 
 
-def _found(team: Any, q: str, field: str = "") -> list[tuple[int, int | None]]:
-    """(rollout id, turn index of the first hit) of each rollout the search page would list."""
-    from deeprepo_web.search.selectors import search_page, search_scope
-    from deeprepo_web.search.spec import spec_parse
-
-    spec = spec_parse({"q": q, "in": field})
-    results, _ = search_page(scope=search_scope(project=team.project, spec=spec), spec=spec)
-    return [(r.rollout.pk, r.turn_index) for r in results]
-
-
 def test_late_spans_keep_the_rollout_its_url_and_its_marks(client: Any, team: Any) -> None:
     spans = agent_trace()
     # First request: the first model call and the tool (with its nested agent); the last model call
@@ -48,9 +40,9 @@ def test_late_spans_keep_the_rollout_its_url_and_its_marks(client: Any, team: An
     client.force_login(team.owner)
     before = client.get(url).content.decode()
     assert "geo-1" not in before and "Final answer" not in before  # the root span is not there yet
+    search_index_update(budget_seconds=5)
     old_turn_ids = set(Turn.objects.filter(rollout=first).values_list("pk", flat=True))
-    assert _found(team, "capital France") == [(first.pk, 0)]
-    assert _found(team, "Paris", field="content") == [] and _found(team, "Paris", field="answer") == []
+    assert Doc.objects.filter(src="turn", obj__in=old_turn_ids).count() == 2
 
     label = label_create(project=team.project, name="needs-review")
     mark_create(label=label, rollout=first, user=team.owner, note="whole rollout")
@@ -81,9 +73,12 @@ def test_late_spans_keep_the_rollout_its_url_and_its_marks(client: Any, team: An
     assert shared.status_code == 200 and "<pre>Paris</pre>" in shared.content.decode()  # the final answer
     client.force_login(team.owner)
 
-    # Search reads the rebuilt rows: the new turn and the final answer are found under the same rollout.
-    assert _found(team, "Paris", field="content") == [(rollout.pk, 2)]
-    assert _found(team, "Paris", field="answer") == [(rollout.pk, None)]
+    # Search: the old turns' documents are gone, the new turns are found under the same rollout.
+    assert not Doc.objects.filter(src="turn", obj__in=old_turn_ids).exists()
+    search_index_update(budget_seconds=5)
+    bodies = set(Doc.objects.filter(src="turn", rollout_id=rollout.pk).values_list("body", flat=True))
+    assert any("Paris" == b.strip() for b in bodies)
+    assert Doc.objects.get(src="rollout", obj=rollout.pk).body.strip() == "Paris"
 
     # The same spans again change nothing: same turn rows, same marks.
     turn_ids = set(Turn.objects.filter(rollout=rollout).values_list("pk", flat=True))

@@ -30,7 +30,9 @@ def test_every_other_panel_kind_renders_its_numbers(client: Any, team: Any, seed
     label = label_create(project=team.project, name="over-exploration")
     long_one = three[1].rollouts.get(num_turns=18)
     mark_create(label=label, rollout=long_one, user=team.editor)
+    from deeprepo_web.search.indexer import search_index_update
 
+    search_index_update()
     report = services.report_create(project=team.project, user=team.editor, title="All panels", blocks=[
         {"kind": "grpo_health", "params": {"run": train.public_id}},
         {"kind": "checkpoints", "params": {"run": train.public_id}},

@@ -13,6 +13,7 @@ def seed() -> None:
     from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
     from deeprepo_web.runs.models import Rollout
     from deeprepo_web.runs.services import run_create
+    from deeprepo_web.search.indexer import search_index_update
     from tests.factories import rollout
 
     writer = User.objects.create_user("writer", password="writer-pass-123")
@@ -22,5 +23,6 @@ def seed() -> None:
     run, _ = run_create(project=project, name="replica-run", environment="env")
     rollouts_ingest(run=run, rollouts=[rollout(f"ex-{i % 5}", step=i // 10, uid=f"u{i}", reward=i / 30)
                                        for i in range(30)])
+    search_index_update()
     print(json.dumps({"run": run.public_id, "rollout": Rollout.objects.filter(run=run).values_list("id", flat=True)
                       .first()}))

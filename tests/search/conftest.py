@@ -20,8 +20,10 @@ class Corpus:
 def _ingest(run: Any, records: list[dict[str, Any]]) -> dict[str, int]:
     from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
     from deeprepo_web.runs.models import Rollout
+    from deeprepo_web.search.indexer import search_index_update
 
     rollouts_ingest(run=run, rollouts=records)
+    search_index_update()  # what beat does a few seconds after ingest
     return dict(Rollout.objects.filter(run=run).values_list("uid", "id"))
 
 

@@ -1,4 +1,4 @@
-"""Deleting a run takes its labels' marks, judge verdicts and its searchable text with it."""
+"""Deleting a run takes its labels' marks, judge verdicts and search documents with it."""
 
 from __future__ import annotations
 
@@ -6,17 +6,10 @@ from deeprepo_web.judge.models import JudgeJob, Verdict
 from deeprepo_web.labels.models import Mark
 from deeprepo_web.labels.services import label_create, mark_create
 from deeprepo_web.runs.services import run_delete
-from deeprepo_web.search.selectors import search_page, search_scope
-from deeprepo_web.search.spec import spec_parse
+from deeprepo_web.search.models import Doc
 
 
-def _runs_found(team, q: str) -> set[int]:
-    spec = spec_parse({"q": q})
-    results, _ = search_page(scope=search_scope(project=team.project, spec=spec), spec=spec)
-    return {r.rollout.run_id for r in results}
-
-
-def test_run_delete_takes_marks_verdicts_and_its_text(team, corpus):
+def test_run_delete_takes_marks_verdicts_and_docs(team, corpus):
     label = label_create(project=team.project, name="gives-up")
     rollout = corpus.run.rollouts.get(pk=corpus.ids["giveup"])
     mark_create(label=label, rollout=rollout, user=team.editor, turn_index=2)
@@ -24,10 +17,12 @@ def test_run_delete_takes_marks_verdicts_and_its_text(team, corpus):
     Verdict.objects.create(job=job, rollout=rollout, run=corpus.run, answer=True)
     other = corpus.other_run.rollouts.get()
     mark_create(label=label, rollout=other, user=team.editor)
-    assert _runs_found(team, "give up") == {corpus.run.pk, corpus.other_run.pk}
+    assert Doc.objects.filter(run_id=corpus.run.pk).exists()
 
+    run_pk = corpus.run.pk
     run_delete(run=corpus.run)
 
     assert list(Mark.objects.values_list("rollout_id", flat=True)) == [other.pk]
     assert not Verdict.objects.exists()
-    assert _runs_found(team, "give up") == {corpus.other_run.pk}
+    assert not Doc.objects.filter(run_id=run_pk).exists()
+    assert Doc.objects.filter(run_id=corpus.other_run.pk).exists()

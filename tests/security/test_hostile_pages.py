@@ -239,7 +239,9 @@ def _search_pages(team: Any, w: dict[str, Any], p: str) -> dict[str, str]:
     from urllib.parse import quote
 
     from deeprepo_web.labels.services import label_create, mark_create
+    from deeprepo_web.search.indexer import search_index_update
 
+    search_index_update()  # what beat does after ingest
     label = label_create(project=team.project, name=typed(100), colour="#d9480f", description=typed(500))
     mark_create(label=label, rollout=Rollout.objects.get(pk=w["rollout"]), user=team.owner, note=typed(2000))
     return {
