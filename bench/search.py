@@ -94,7 +94,7 @@ def build_index(url: str) -> dict[str, Any]:
     with connection.cursor() as cur:
         cur.execute("ANALYZE search_doc")
         sizes = {}
-        for rel in ("search_doc", "search_doc_tsv", "search_doc_trgm", "search_doc_rollout", "search_doc_src_obj",
+        for rel in ("search_doc", "search_doc_tsv", "search_doc_trgm", "search_doc_rollout", "search_doc_pkey",
                     "runs_turn", "runs_toolcall", "runs_rollout"):
             cur.execute("SELECT pg_total_relation_size(%s::regclass)" if rel == "search_doc" else
                         "SELECT pg_relation_size(%s::regclass)", [rel])
