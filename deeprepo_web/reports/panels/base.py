@@ -94,12 +94,13 @@ FROM runs_run r WHERE r.project_id = %s AND r.public_id = ANY(%s) ORDER BY 1
 
 def data_stamp(project: Project, ids: Sequence[str]) -> list[Any]:
     """What changes when a panel's runs get new data (rollouts, metric points, marks), read through
-    indexes; with no runs named (a project-wide search), the newest rollout and search document."""
+    indexes; with no runs named (a project-wide search), the newest rollout and how far the search
+    indexer has read."""
     with connection.cursor() as cur:
         if ids:
             cur.execute(_STAMP_SQL, [project.pk, list(ids)])
         else:
-            cur.execute("SELECT (SELECT max(id) FROM runs_rollout), (SELECT max(id) FROM search_doc)")
+            cur.execute("SELECT (SELECT max(id) FROM runs_rollout), (SELECT sum(last_id) FROM search_watermark)")
         return [list(row) for row in cur.fetchall()]
 
 
