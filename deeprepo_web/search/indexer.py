@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import time
 
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 
-from deeprepo_web.search.partitions import partitions_ensure
 from deeprepo_web.search.texts import BODIES, TABLES
 
 WINDOW = 20_000
@@ -25,36 +24,20 @@ _SELECTS = {
     "call": ("SELECT c.id, c.rollout_id, r.run_id, (SELECT ti.index FROM runs_turn ti WHERE ti.id = c.turn_id), "
              "{body} FROM runs_toolcall c JOIN runs_rollout r ON r.id = c.rollout_id", "c"),
     "rollout": ("SELECT r.id, r.id, r.run_id, NULL::int, {body} FROM runs_rollout r", "r"),
-    "prompt": ("SELECT e.id, NULL::bigint, 0::bigint, NULL::int, {body} FROM runs_example e", "e"),  # PROMPTS
+    "prompt": ("SELECT e.id, NULL::bigint, NULL::bigint, NULL::int, {body} FROM runs_example e", "e"),
 }
 
 
 def _window(cur: object, src: str, start: int, end: int) -> int:
     select, alias = _SELECTS[src]
     body = BODIES[src].format(a=alias)
-    # The run_id condition lets Postgres look in the run's partition only.
     sql = ("INSERT INTO search_doc (src, obj, rollout_id, run_id, turn_index, body) "
            "SELECT %s, x.id, x.rollout_id, x.run_id, x.turn_index, x.body "
-           f"FROM ({select.format(body=body + ' AS body')} WHERE {alias}.id > %s AND {alias}.id <= %s) "
-           "x(id, rollout_id, run_id, turn_index, body) WHERE NOT EXISTS (SELECT 1 FROM search_doc d "
-           "WHERE d.src = %s AND d.obj = x.id AND d.run_id = x.run_id) ON CONFLICT (src, obj, run_id) DO NOTHING")
-    try:
-        with transaction.atomic():  # a savepoint: a row of a run with no partition yet undoes only this
-            cur.execute(sql, [src, start, end, src])  # type: ignore[attr-defined]
-    except IntegrityError as exc:
-        if "no partition" not in str(exc):
-            raise
-        _partitions(cur)  # a run made since the pass began (its rows are visible now): once more
-        cur.execute(sql, [src, start, end, src])  # type: ignore[attr-defined]
+           f"FROM ({select.format(body=body + ' AS body')} WHERE {alias}.id > %s AND {alias}.id <= %s "
+           f"AND NOT EXISTS (SELECT 1 FROM search_doc d WHERE d.src = %s AND d.obj = {alias}.id)) "
+           "x(id, rollout_id, run_id, turn_index, body) ON CONFLICT (src, obj) DO NOTHING")
+    cur.execute(sql, [src, start, end, src])  # type: ignore[attr-defined]
     return int(cur.rowcount)  # type: ignore[attr-defined]
-
-
-def _partitions(cur: object) -> None:
-    # Making a partition waits for searches that hold search_doc; rather than queue behind a slow
-    # one (and hold up the searches behind us), give up and let the next beat try again.
-    cur.execute("SET LOCAL lock_timeout = '5s'")  # type: ignore[attr-defined]
-    partitions_ensure(cur)
-    cur.execute("SET LOCAL lock_timeout = 0")  # type: ignore[attr-defined]
 
 
 def search_index_update(*, budget_seconds: float = 20.0) -> int:
@@ -67,7 +50,6 @@ def search_index_update(*, budget_seconds: float = 20.0) -> int:
         with transaction.atomic(), connection.cursor() as cur:
             # One pass per source at a time: a second worker waits here rather than doing it twice.
             cur.execute("SELECT pg_advisory_xact_lock(hashtext('deeprepo.search.index.' || %s))", [src])
-            _partitions(cur)
             cur.execute("SELECT last_id FROM search_watermark WHERE src = %s", [src])
             row = cur.fetchone()
             cur.execute(f"SELECT coalesce(max(id), 0) FROM {table}")
@@ -100,8 +82,6 @@ def docs_of_rebuilt_rollouts(rollout_ids: list[int]) -> None:
     new rows have new ids, which the next pass indexes); the rollout's own document is rewritten."""
     body = BODIES["rollout"].format(a="r")
     with connection.cursor() as cur:
-        cur.execute("DELETE FROM search_doc WHERE rollout_id = ANY(%s) AND src IN ('turn', 'call') "
-                    "AND run_id IN (SELECT run_id FROM runs_rollout WHERE id = ANY(%s))", [rollout_ids, rollout_ids])
+        cur.execute("DELETE FROM search_doc WHERE rollout_id = ANY(%s) AND src IN ('turn', 'call')", [rollout_ids])
         cur.execute(f"UPDATE search_doc d SET body = {body} FROM runs_rollout r "
-                    "WHERE d.src = 'rollout' AND d.obj = r.id AND d.run_id = r.run_id AND r.id = ANY(%s)",
-                    [rollout_ids])
+                    "WHERE d.src = 'rollout' AND d.obj = r.id AND r.id = ANY(%s)", [rollout_ids])

@@ -11,13 +11,12 @@ class Doc(models.Model):
     Plain integer references, not foreign keys: no trigger per row, and rows of a deleted run drop out
     of every search through the join with runs_rollout."""
 
-    # (src, obj) identifies a document: no id column, no id index (8 B and a 26 MB index at 10^5). The
-    # table is LIST-partitioned by run_id (search/partitions.py), which the key must hold.
-    pk = models.CompositePrimaryKey("src", "obj", "run_id")
+    # (src, obj) is the key: no id column and no index of its own (8 B and a 26 MB index at 10^5).
+    pk = models.CompositePrimaryKey("src", "obj")
     src = models.CharField(max_length=8)  # turn | call | rollout | prompt
     obj = models.BigIntegerField()  # the turn's, call's, rollout's or example's id
     rollout_id = models.BigIntegerField(null=True)  # None for prompts (an example has many rollouts)
-    run_id = models.BigIntegerField()  # 0 for prompts (partitions.PROMPTS)
+    run_id = models.BigIntegerField(null=True)
     turn_index = models.IntegerField(null=True)
     body = models.TextField()
 

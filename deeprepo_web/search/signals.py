@@ -1,12 +1,11 @@
-"""Search documents follow the runs app: a deleted run's documents go with it, as its partition
-(plain ids, no foreign key to cascade); a rebuilt rollout's turn and call documents go (the indexer picks up the
+"""Search documents follow the runs app: a deleted run's documents go with it (they hold plain ids,
+no foreign key to cascade); a rebuilt rollout's turn and call documents go (the indexer picks up the
 new rows, which have new ids) and its own document is refreshed."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db import connection
 from django.db.models.signals import pre_delete
 from django.dispatch import receiver
 
@@ -14,13 +13,11 @@ from deeprepo_web.runs.models import Run
 from deeprepo_web.runs.signals import rollouts_rebuilt, run_contents_counted
 from deeprepo_web.search.indexer import docs_of_rebuilt_rollouts
 from deeprepo_web.search.models import Doc
-from deeprepo_web.search.partitions import partition_drop
 
 
 @receiver(pre_delete, sender=Run)
 def docs_of_deleted_run(sender: Any, instance: Run, **kwargs: Any) -> None:
-    with connection.cursor() as cur:
-        partition_drop(cur, instance.pk)
+    Doc.objects.filter(run_id=instance.pk).delete()
 
 
 @receiver(rollouts_rebuilt, dispatch_uid="search-docs-of-rebuilt-rollouts")

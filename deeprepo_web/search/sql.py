@@ -67,21 +67,19 @@ def hits_sql(spec: SearchSpec, *, run_ids: list[int], outer: bool = False) -> Sq
     out_params: list[Any] = []
     direct = [s for s in sources if s != "prompt"]
     if direct:
-        # Both name the run: Postgres reads that run's partition only.
-        near, near_params = ("d.rollout_id = r.id AND d.run_id = r.run_id", []) if outer else (
-            "d.run_id = ANY(%s)", [run_ids])
+        near, near_params = ("d.rollout_id = r.id", []) if outer else ("d.run_id = ANY(%s)", [run_ids])
         parts.append(f"SELECT d.rollout_id, d.turn_index, d.src, d.obj FROM search_doc d{join} "
                      f"WHERE d.src = ANY(%s) AND {near} AND {match}")
         out_params += [*join_params, direct, *near_params, *params]
     if "prompt" in sources:
         if outer:
             parts.append(f"SELECT r.id, NULL::int, d.src, d.obj FROM search_doc d{join} "
-                         f"WHERE d.run_id = 0 AND d.src = 'prompt' AND d.obj = r.example_id AND {match}")
+                         f"WHERE d.src = 'prompt' AND d.obj = r.example_id AND {match}")
             out_params += [*join_params, *params]
         else:
             parts.append(f"SELECT ro.id, NULL::int, d.src, d.obj FROM search_doc d{join} "
                          "JOIN runs_rollout ro ON ro.example_id = d.obj "
-                         f"WHERE d.run_id = 0 AND d.src = 'prompt' AND ro.run_id = ANY(%s) AND {match}")
+                         f"WHERE d.src = 'prompt' AND ro.run_id = ANY(%s) AND {match}")
             out_params += [*join_params, run_ids, *params]
     return " UNION ALL ".join(parts), out_params
 
