@@ -39,7 +39,9 @@ class Migration(migrations.Migration):
         ),
         migrations.RunSQL("VACUUM FULL search_doc", migrations.RunSQL.noop),
         migrations.RunSQL(
-            "ALTER TABLE search_doc ADD CONSTRAINT search_doc_pkey PRIMARY KEY (src, obj)",
+            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'search_doc_pkey' "
+            "AND conrelid = 'search_doc'::regclass) THEN "
+            "ALTER TABLE search_doc ADD CONSTRAINT search_doc_pkey PRIMARY KEY (src, obj); END IF; END $$",
             migrations.RunSQL.noop,
             state_operations=[migrations.AddField(
                 model_name="doc", name="pk",
