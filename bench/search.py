@@ -94,10 +94,13 @@ def build_index(url: str) -> dict[str, Any]:
     with connection.cursor() as cur:
         cur.execute("ANALYZE search_doc")
         sizes = {}
-        for rel in ("search_doc", "search_doc_tsv", "search_doc_trgm", "search_doc_rollout", "search_doc_src_obj",
+        for rel in ("search_doc", "search_doc_tsv", "search_doc_trgm", "search_doc_rollout", "search_doc_pkey",
                     "runs_turn", "runs_toolcall", "runs_rollout"):
-            cur.execute("SELECT pg_total_relation_size(%s::regclass)" if rel == "search_doc" else
-                        "SELECT pg_relation_size(%s::regclass)", [rel])
+            # Summed over the partitions (search_doc is partitioned by run; the parent holds nothing).
+            # (pg_partition_tree has no rows for a plain table: then the table itself.)
+            size = "pg_total_relation_size" if rel == "search_doc" else "pg_relation_size"
+            cur.execute(f"SELECT coalesce(sum({size}(relid))::bigint, {size}(%s::regclass)) FROM pg_partition_tree(%s)",
+                        [rel, rel])
             sizes[rel] = cur.fetchone()[0]
     print(f"indexed {rows} rows in {seconds:.0f}s", file=sys.stderr)
     return {"rows": rows, "seconds": seconds, "bytes": sizes}

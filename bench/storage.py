@@ -31,7 +31,7 @@ SAMPLES = ROOT.parent / "shared" / "samples"
 # (name, column compression, toast_tuple_target): Postgres compresses a row only past the target
 # (2 kB by default), so short bodies stay raw whatever the method.
 VARIANTS = [("pglz", "pglz", None), ("lz4", "lz4", None), ("lz4_t128", "lz4", 128)]
-TABLES = ["runs_rollout", "runs_turn", "runs_toolcall", "runs_metricpoint", "search_doc", "runs_example"]
+TABLES = ["runs_rollout", "runs_turn", "runs_toolcall", "runs_metric", "search_doc", "runs_example"]
 
 
 def _one(conn: psycopg.Connection[Any], sql: str, params: Any = None) -> Any:
@@ -45,8 +45,12 @@ def disk_per_rollout(conn: psycopg.Connection[Any]) -> dict[str, Any]:
         (SELECT coalesce(sum(octet_length(content) + octet_length(reasoning)), 0) FROM runs_turn)
       + (SELECT coalesce(sum(octet_length(output) + octet_length(coalesce(arguments::text, ''))), 0) FROM runs_toolcall)
       + (SELECT coalesce(sum(octet_length(final_answer) + octet_length(error)), 0) FROM runs_rollout)""")
-    sizes = {t: _one(conn, "SELECT pg_total_relation_size(to_regclass(%s))", [t]) or 0 for t in TABLES}
-    run_tables = sum(v for k, v in sizes.items() if k != "search_doc" and k != "runs_metricpoint")
+    # Summed over partitions (search_doc is partitioned by run; a partitioned parent holds nothing).
+    # (pg_partition_tree has no rows for a plain table: then the table itself.)
+    sizes = {t: _one(conn, "SELECT coalesce(sum(pg_total_relation_size(relid))::bigint, "
+                     "pg_total_relation_size(to_regclass(%s))) "
+                     "FROM pg_partition_tree(to_regclass(%s))", [t, t]) or 0 for t in TABLES}
+    run_tables = sum(v for k, v in sizes.items() if k != "search_doc" and k != "runs_metric")
     return {
         "rollouts": rollouts, "raw_text_bytes_per_rollout": round(raw / rollouts),
         "rollout_tables_bytes_per_rollout": round(run_tables / rollouts),

@@ -1,9 +1,10 @@
-"""search_index_update: copy new turns, tool calls, rollouts and prompts into search_doc with their
-tsvector. Beat runs it every few seconds; ingest itself never waits for a search index.
+"""search_index_update: copy new turns, tool calls, rollouts and prompts into search_doc (the words
+index is an expression index over the body: no tsvector is stored). Beat runs it every few seconds;
+ingest itself never waits for a search index.
 
 Each source is read by id from its watermark on, in windows. Ids are allocated before an ingest
 transaction commits, so a window re-reads the last SLACK ids behind the watermark (rows already
-there are skipped before their tsvector is computed): a transaction that committed late is caught.
+there are skipped before they are indexed): a transaction that committed late is caught.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 
 from django.db import connection, transaction
 
-from deeprepo_web.search.texts import BODIES, TABLES, fts
+from deeprepo_web.search.texts import BODIES, TABLES
 
 WINDOW = 20_000
 SLACK = 20_000
@@ -30,8 +31,8 @@ _SELECTS = {
 def _window(cur: object, src: str, start: int, end: int) -> int:
     select, alias = _SELECTS[src]
     body = BODIES[src].format(a=alias)
-    sql = (f"INSERT INTO search_doc (src, obj, rollout_id, run_id, turn_index, body, tsv) "
-           f"SELECT %s, x.id, x.rollout_id, x.run_id, x.turn_index, x.body, {fts('x.body')} "
+    sql = ("INSERT INTO search_doc (src, obj, rollout_id, run_id, turn_index, body) "
+           "SELECT %s, x.id, x.rollout_id, x.run_id, x.turn_index, x.body "
            f"FROM ({select.format(body=body + ' AS body')} WHERE {alias}.id > %s AND {alias}.id <= %s "
            f"AND NOT EXISTS (SELECT 1 FROM search_doc d WHERE d.src = %s AND d.obj = {alias}.id)) "
            "x(id, rollout_id, run_id, turn_index, body) ON CONFLICT (src, obj) DO NOTHING")
@@ -82,5 +83,5 @@ def docs_of_rebuilt_rollouts(rollout_ids: list[int]) -> None:
     body = BODIES["rollout"].format(a="r")
     with connection.cursor() as cur:
         cur.execute("DELETE FROM search_doc WHERE rollout_id = ANY(%s) AND src IN ('turn', 'call')", [rollout_ids])
-        cur.execute(f"UPDATE search_doc d SET body = {body}, tsv = {fts(body)} FROM runs_rollout r "
+        cur.execute(f"UPDATE search_doc d SET body = {body} FROM runs_rollout r "
                     "WHERE d.src = 'rollout' AND d.obj = r.id AND r.id = ANY(%s)", [rollout_ids])

@@ -1,32 +1,31 @@
 from __future__ import annotations
 
-from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 
 
 class Doc(models.Model):
-    """The searchable text of one turn, tool call, rollout (answer + error) or example prompt, with its
-    tsvector; filled after ingest by search_index_update so the ingest path pays no index upkeep.
+    """The searchable text of one turn, tool call, rollout (answer + error) or example prompt; filled
+    after ingest by search_index_update so the ingest path pays no index upkeep (measured: GIN indexes
+    kept up by ingest itself cut its rate 4-12x, docs/scale.md).
 
     Plain integer references, not foreign keys: no trigger per row, and rows of a deleted run drop out
     of every search through the join with runs_rollout."""
 
+    # (src, obj) is the key: no id column and no index of its own (8 B and a 26 MB index at 10^5).
+    pk = models.CompositePrimaryKey("src", "obj")
     src = models.CharField(max_length=8)  # turn | call | rollout | prompt
     obj = models.BigIntegerField()  # the turn's, call's, rollout's or example's id
     rollout_id = models.BigIntegerField(null=True)  # None for prompts (an example has many rollouts)
     run_id = models.BigIntegerField(null=True)
     turn_index = models.IntegerField(null=True)
     body = models.TextField()
-    tsv = SearchVectorField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["src", "obj"], name="search_doc_src_obj")]
         indexes = [
             models.Index(fields=["rollout_id"], name="search_doc_rollout"),
-            GinIndex(fields=["tsv"], name="search_doc_tsv"),
-            # search_doc_trgm (body gin_trgm_ops) is made by the migration where pg_trgm exists: the
-            # embedded Postgres of `make run` has no pg_trgm; substring and regex searches scan there.
+            # Two GIN indexes over the body, made by migrations, no stored tsvector: search_doc_tsv on
+            # texts.fts(body) (0002), and search_doc_trgm (body gin_trgm_ops, 0001) where pg_trgm
+            # exists: the embedded Postgres of `make run` has none; substring and regex scan there.
         ]
 
 

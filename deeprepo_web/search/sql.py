@@ -27,7 +27,7 @@ def _words(spec: SearchSpec) -> str:
 def doc_match(spec: SearchSpec) -> Sql:
     """The match on search_doc `d` (what its GIN indexes serve)."""
     if spec.mode == "words":
-        return f"d.tsv @@ {_query(spec)}", [_words(spec)]
+        return f"{fts('d.body')} @@ {_query(spec)}", [_words(spec)]  # the expression search_doc_tsv indexes
     if spec.mode == "substring":
         return "d.body ILIKE %s", [like_pattern(spec.q)]
     return "d.body ~* %s", [spec.q]

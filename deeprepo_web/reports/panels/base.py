@@ -105,9 +105,10 @@ def run_stamps(project: Project, ids: Sequence[str]) -> dict[str, list[Any]]:
 
 
 def project_stamp() -> list[Any]:
-    """For a panel that names no run (a project-wide search): the newest rollout and search document."""
+    """For a panel that names no run (a project-wide search): the newest rollout and how far the search
+    indexer has read (the search table keeps no id)."""
     with connection.cursor() as cur:
-        cur.execute("SELECT (SELECT max(id) FROM runs_rollout), (SELECT max(id) FROM search_doc)")
+        cur.execute("SELECT (SELECT max(id) FROM runs_rollout), (SELECT sum(last_id) FROM search_watermark)")
         return list(cur.fetchone() or [])
 
 
