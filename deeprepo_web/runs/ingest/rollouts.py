@@ -56,16 +56,29 @@ def _examples_upsert(cur: Any, run: Run, records: list[dict[str, Any]]) -> dict[
     prompts = [None if by_hash[h][1] is None else dumps(by_hash[h][1]) for h in hashes]
     oracles = [by_hash[h][2] for h in hashes]
     infos = [dumps(by_hash[h][3]) for h in hashes]
+    # New examples only: ON CONFLICT DO NOTHING locks no row that exists. (DO UPDATE ... WHERE locks
+    # every conflicting row even when it changes nothing, so concurrent batches of the same examples,
+    # a GRPO step's groups, waited for each other's whole transaction, one at a time.)
     execute_binary(
-        "INSERT INTO runs_example AS e (project_id, environment, key, key_hash, prompt, oracle, info, created_at) "
+        "INSERT INTO runs_example (project_id, environment, key, key_hash, prompt, oracle, info, created_at) "
         "SELECT %b, %b, k, h, p::jsonb, o, i::jsonb, now() "
         "FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[]) AS u(k, h, p, o, i) "
-        "ON CONFLICT (project_id, environment, key_hash) DO UPDATE SET "
-        "prompt = COALESCE(e.prompt, EXCLUDED.prompt), "
-        "oracle = CASE WHEN e.oracle = '' THEN EXCLUDED.oracle ELSE e.oracle END "
-        "WHERE (e.prompt IS NULL AND EXCLUDED.prompt IS NOT NULL) OR (e.oracle = '' AND EXCLUDED.oracle <> '')",
+        "ON CONFLICT (project_id, environment, key_hash) DO NOTHING",
         [run.project_id, run.environment, keys, hashes, prompts, oracles, infos],
     )
+    if any(p is not None for p in prompts) or any(oracles):
+        # A stored example without a prompt (or oracle) takes the first one sent; only the rows that
+        # need it are locked, in id order (two batches filling the same examples cannot deadlock).
+        execute_binary(
+            "WITH todo AS (SELECT e.id, u.p, u.o FROM runs_example e "
+            "JOIN unnest(%b::text[], %b::text[], %b::text[]) AS u(h, p, o) ON e.key_hash = u.h "
+            "WHERE e.project_id = %b AND e.environment = %b "
+            "AND ((e.prompt IS NULL AND u.p IS NOT NULL) OR (e.oracle = '' AND u.o <> '')) "
+            "ORDER BY e.id FOR UPDATE OF e) "
+            "UPDATE runs_example e SET prompt = COALESCE(e.prompt, todo.p::jsonb), "
+            "oracle = CASE WHEN e.oracle = '' THEN todo.o ELSE e.oracle END FROM todo WHERE e.id = todo.id",
+            [hashes, prompts, oracles, run.project_id, run.environment],
+        )
     cur.execute(
         "SELECT key_hash, id FROM runs_example WHERE project_id = %s AND environment = %s AND key_hash = ANY(%s)",
         [run.project_id, run.environment, hashes],
