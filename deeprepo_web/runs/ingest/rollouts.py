@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 import psycopg
 from django.conf import settings
@@ -234,7 +234,7 @@ class _CallRows:
                 self.add(sub_calls, turn_id, rollout_id, call_id)
 
 
-def _plain(text: Any, limit: int) -> bool:
+def _plain(text: Any, limit: int) -> TypeGuard[str]:
     """A body stored as it is (most are): ASCII text within `limit` with no inline image, so
     body_split would hand it back unchanged; checked in C, without its calls per body."""
     return type(text) is str and len(text) <= limit and text.isascii() and "data:image/" not in text
