@@ -80,29 +80,33 @@ def repeated_errors(rollout: Mapping[str, Any], min_count: int = 2) -> list[Repe
 
 class _Walk:
     """What rollout_counts gathers. A plain object on purpose: a recursive closure would be a
-    reference cycle per rollout, left for the cyclic collector, which imports run without."""
+    reference cycle per rollout, left for the cyclic collector, which imports run without. Plain
+    dicts, not Counters: ingest walks every rollout, and a Counter costs a Python call per update."""
 
     __slots__ = ("tools", "fanout", "errors", "sub_tokens", "n_calls", "n_errors")
 
     def __init__(self) -> None:
-        self.tools: Counter[str] = Counter()
+        self.tools: dict[str, int] = {}
         self.fanout: list[int] = []
-        self.errors: Counter[str] = Counter()
+        self.errors: dict[str, int] = {}
         self.sub_tokens: dict[str, list[float]] = {}
         self.n_calls = 0
         self.n_errors = 0
 
     def visit(self, calls: Iterable[Mapping[str, Any]], top: bool) -> None:
+        tools = self.tools
         for call in calls:
             subs = call.get("sub_calls") or ()
             self.n_calls += 1
             if top:
-                self.tools[str(call.get("name"))] += 1
-                if call.get("name") in BATCH_TOOLS:
+                name = call.get("name")
+                key = str(name)
+                tools[key] = tools.get(key, 0) + 1
+                if name in BATCH_TOOLS:
                     self.fanout.append(len(subs))
-            if (text := _error_text(call)) is not None:
+            if call.get("is_error") and (text := _error_text(call)) is not None:
                 self.n_errors += 1
-                self.errors[text] += 1
+                self.errors[text] = self.errors.get(text, 0) + 1
             tin, tout, cost = call.get("input_tokens"), call.get("output_tokens"), call.get("cost")
             if tin is not None or tout is not None or cost is not None:
                 entry = self.sub_tokens.setdefault(str(call.get("model") or "")[:200], [0, 0, 0.0, 0])
@@ -111,7 +115,17 @@ class _Walk:
                 if isinstance(cost, int | float) and math.isfinite(cost):
                     entry[2] += float(cost)
                     entry[3] += 1
-            self.visit(subs, False)
+            if subs:
+                self.visit(subs, False)
+
+
+def _most_common(counts: dict[str, int], n: int) -> list[tuple[str, int]]:
+    """Counter.most_common(n) of a plain dict: highest first, ties in the order first seen."""
+    return sorted(counts.items(), key=_second, reverse=True)[:n]
+
+
+def _second(item: tuple[str, int]) -> int:
+    return item[1]
 
 
 def rollout_counts(rollout: Mapping[str, Any]) -> dict[str, Any]:
@@ -123,11 +137,13 @@ def rollout_counts(rollout: Mapping[str, Any]) -> dict[str, Any]:
     """
     walk = _Walk()
     for turn in rollout.get("turns") or ():
-        walk.visit(turn.get("tool_calls") or (), True)
+        calls = turn.get("tool_calls")
+        if calls:
+            walk.visit(calls, True)
     tools, fanout = walk.tools, walk.fanout
-    repeated = walk.errors.most_common(1)  # ties: the first seen, as in repeated_errors
+    repeated = _most_common(walk.errors, 1)  # ties: the first seen, as in repeated_errors
     out: dict[str, Any] = {
-        "tool_calls": {name[:200]: n for name, n in tools.most_common(50)},
+        "tool_calls": {name[:200]: n for name, n in _most_common(tools, 50)},
         "sub_calls": walk.n_calls - sum(tools.values()),
         "batches": len(fanout),
         "tool_errors": walk.n_errors,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
 import psycopg
 from django.db import connection
+from psycopg.types.json import set_json_dumps
 
 _json_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
@@ -49,6 +52,39 @@ def next_ids(cur: Any, table: str, n: int) -> list[int]:
     )
     return [row[0] for row in cur.fetchall()]
 
+
+
+# Column types per (table, columns), read from the catalog once per process: a binary COPY sends
+# each field in exactly its column's type, so the types come from the table as it is, not from here.
+_COLUMN_TYPES: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+
+
+def _column_types(cur: psycopg.Cursor[Any], table: str, columns: Sequence[str]) -> list[int]:
+    key = (table, tuple(columns))
+    if key not in _COLUMN_TYPES:
+        cur.execute("SELECT attname, atttypid::int FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+                    "AND NOT attisdropped", [table])
+        types = dict(cur.fetchall())
+        _COLUMN_TYPES[key] = [types[c] for c in columns]
+    return _COLUMN_TYPES[key]
+
+
+def _json_as_is(text: str) -> str:
+    return text
+
+
+@contextmanager
+def copy_binary(table: str, columns: Sequence[str]) -> Iterator[psycopg.Copy]:
+    """COPY `table` (`columns`) FROM STDIN in binary: Postgres takes text fields as they are instead
+    of parsing every character of a 1 KB body for escapes (a text COPY of turns cost Postgres about
+    twice the CPU). Rows are written with `write_row`; jsonb values must be JSON text already
+    (`dumps`), as the text COPY took them. On Django's connection, so inside its transaction."""
+    cur = psycopg.Cursor(connection.connection)
+    types = _column_types(cur, table, columns)
+    set_json_dumps(_json_as_is, context=cur)  # this cursor only: jsonb fields are JSON text already
+    with cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types(types)
+        yield copy
 
 
 # COPY's binary format: a signature and flags, then per row a field count and per field its

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 import psycopg
 from django.conf import settings
@@ -14,7 +14,7 @@ from django.utils import timezone
 from deeprepo_web.analysis import behaviour as behaviour_stats
 from deeprepo_web.runs.ingest.blobs import blob_refs_write, body_split
 from deeprepo_web.runs.ingest.images import images_offload
-from deeprepo_web.runs.ingest.pg import dumps, execute_binary, next_ids
+from deeprepo_web.runs.ingest.pg import copy_binary, dumps, execute_binary, next_ids
 from deeprepo_web.runs.models import Run
 from deeprepo_web.text import clean_text
 
@@ -56,16 +56,29 @@ def _examples_upsert(cur: Any, run: Run, records: list[dict[str, Any]]) -> dict[
     prompts = [None if by_hash[h][1] is None else dumps(by_hash[h][1]) for h in hashes]
     oracles = [by_hash[h][2] for h in hashes]
     infos = [dumps(by_hash[h][3]) for h in hashes]
+    # New examples only: ON CONFLICT DO NOTHING locks no row that exists. (DO UPDATE ... WHERE locks
+    # every conflicting row even when it changes nothing, so concurrent batches of the same examples,
+    # a GRPO step's groups, waited for each other's whole transaction, one at a time.)
     execute_binary(
-        "INSERT INTO runs_example AS e (project_id, environment, key, key_hash, prompt, oracle, info, created_at) "
+        "INSERT INTO runs_example (project_id, environment, key, key_hash, prompt, oracle, info, created_at) "
         "SELECT %b, %b, k, h, p::jsonb, o, i::jsonb, now() "
         "FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[]) AS u(k, h, p, o, i) "
-        "ON CONFLICT (project_id, environment, key_hash) DO UPDATE SET "
-        "prompt = COALESCE(e.prompt, EXCLUDED.prompt), "
-        "oracle = CASE WHEN e.oracle = '' THEN EXCLUDED.oracle ELSE e.oracle END "
-        "WHERE (e.prompt IS NULL AND EXCLUDED.prompt IS NOT NULL) OR (e.oracle = '' AND EXCLUDED.oracle <> '')",
+        "ON CONFLICT (project_id, environment, key_hash) DO NOTHING",
         [run.project_id, run.environment, keys, hashes, prompts, oracles, infos],
     )
+    if any(p is not None for p in prompts) or any(oracles):
+        # A stored example without a prompt (or oracle) takes the first one sent; only the rows that
+        # need it are locked, in id order (two batches filling the same examples cannot deadlock).
+        execute_binary(
+            "WITH todo AS (SELECT e.id, u.p, u.o FROM runs_example e "
+            "JOIN unnest(%b::text[], %b::text[], %b::text[]) AS u(h, p, o) ON e.key_hash = u.h "
+            "WHERE e.project_id = %b AND e.environment = %b "
+            "AND ((e.prompt IS NULL AND u.p IS NOT NULL) OR (e.oracle = '' AND u.o <> '')) "
+            "ORDER BY e.id FOR UPDATE OF e) "
+            "UPDATE runs_example e SET prompt = COALESCE(e.prompt, todo.p::jsonb), "
+            "oracle = CASE WHEN e.oracle = '' THEN todo.o ELSE e.oracle END FROM todo WHERE e.id = todo.id",
+            [hashes, prompts, oracles, run.project_id, run.environment],
+        )
     cur.execute(
         "SELECT key_hash, id FROM runs_example WHERE project_id = %s AND environment = %s AND key_hash = ANY(%s)",
         [run.project_id, run.environment, hashes],
@@ -93,9 +106,14 @@ def rollout_behaviour(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_ROLLOUT_COLUMNS = ("uid, example_id, step, sample_index, reward, reward_components, advantage, num_turns, "
-                    "input_tokens, output_tokens, cost, is_truncated, stop_condition, error, duration, "
-                    "final_answer, metrics, created_at, run_id")
+_ROLLOUT_FIELDS = ("uid", "example_id", "step", "sample_index", "reward", "reward_components", "advantage",
+                   "num_turns", "input_tokens", "output_tokens", "cost", "is_truncated", "stop_condition", "error",
+                   "duration", "final_answer", "metrics", "created_at", "run_id")
+_ROLLOUT_COLUMNS = ", ".join(_ROLLOUT_FIELDS)
+_TURN_FIELDS = ("id", "rollout_id", "index", "role", "content", "content_blob", "content_size", "reasoning",
+                "input_tokens", "output_tokens", "latency", "model", "metadata")
+_CALL_FIELDS = ("id", "turn_id", "rollout_id", "parent_id", "index", "call_id", "name", "arguments", "output",
+                "output_blob", "output_size", "is_error", "duration", "model", "input_tokens", "output_tokens", "cost")
 
 
 def _tokens(r: dict[str, Any], turns: list[dict[str, Any]], field: str) -> int | None:
@@ -127,7 +145,7 @@ def _rollouts_copy(cur: Any, rows: list[tuple[Any, ...]]) -> dict[str, int]:
     """New rollouts (the common case) by COPY with ids drawn ahead; {uid: id}. Raises
     UniqueViolation (this savepoint undone) when one of them is stored already."""
     ids = next_ids(cur, "runs_rollout", len(rows))
-    with transaction.atomic(), cur.cursor.copy(f"COPY runs_rollout (id, {_ROLLOUT_COLUMNS}) FROM STDIN") as copy:
+    with transaction.atomic(), copy_binary("runs_rollout", ("id", *_ROLLOUT_FIELDS)) as copy:
         for rid, row in zip(ids, rows, strict=True):
             copy.write_row((rid, *row))
     return {row[0]: rid for rid, row in zip(ids, rows, strict=True)}
@@ -195,52 +213,69 @@ class _CallRows:
         self.rows: list[tuple[Any, ...]] = []
 
     def add(self, calls: list[dict[str, Any]], turn_id: int, rollout_id: int, parent: int | None) -> None:
+        limit = self.limit
         for index, call in enumerate(calls):
             call_id = next(self.ids)
-            output, blob, size, _ = body_split(call.get("output"), self.refs, self.limit)
+            output = call.get("output")
+            if _plain(output, limit):
+                blob, size = "", len(output)
+            else:
+                output, blob, size, _ = body_split(output, self.refs, limit)
             arguments = call.get("arguments")
             self.rows.append((
                 call_id, turn_id, rollout_id, parent, index, (call.get("call_id") or "")[:200],
                 (call.get("name") or "")[:500], None if arguments is None else dumps(arguments),
-                output, blob, size, bool(call.get("is_error")), call.get("duration"),
-                (call.get("model") or "")[:500], call.get("input_tokens"), call.get("output_tokens"),
-                call.get("cost"),
+                output, blob, size, bool(call.get("is_error")), _float(call.get("duration")),
+                (call.get("model") or "")[:500], _int(call.get("input_tokens")), _int(call.get("output_tokens")),
+                _float(call.get("cost")),
             ))
-            self.add(call.get("sub_calls") or [], turn_id, rollout_id, call_id)
+            sub_calls = call.get("sub_calls")
+            if sub_calls:
+                self.add(sub_calls, turn_id, rollout_id, call_id)
+
+
+def _plain(text: Any, limit: int) -> TypeGuard[str]:
+    """A body stored as it is (most are): ASCII text within `limit` with no inline image, so
+    body_split would hand it back unchanged; checked in C, without its calls per body."""
+    return type(text) is str and len(text) <= limit and text.isascii() and "data:image/" not in text
 
 
 def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[str]) -> None:
-    n_turns = sum(len(r.get("turns") or []) for _, r in fresh)
-    n_calls = sum(_count_calls(t.get("tool_calls") or []) for _, r in fresh for t in r.get("turns") or [])
+    n_turns = n_calls = 0
+    for _, r in fresh:
+        turns = r.get("turns") or ()
+        n_turns += len(turns)
+        n_calls += sum(_count_calls(c) for t in turns if (c := t.get("tool_calls")))
     turn_ids = iter(next_ids(cur, "runs_turn", n_turns))
     limit = settings.DEEPREPO_BLOB_THRESHOLD  # read once: a settings lookup per body showed in profiles
     calls = _CallRows(next_ids(cur, "runs_toolcall", n_calls), refs, limit)
 
     # Turn rows go into the COPY as they are built, so Postgres stores them while Python builds the
     # rest; tool calls (a second COPY, which cannot start before the first ends) are collected.
-    raw = cur.cursor  # the psycopg cursor: COPY is the fastest way in
-    with raw.copy(
-        "COPY runs_turn (id, rollout_id, index, role, content, content_blob, content_size, reasoning, "
-        "input_tokens, output_tokens, latency, model, metadata) FROM STDIN"
-    ) as copy:
+    with copy_binary("runs_turn", _TURN_FIELDS) as copy:
+        write = copy.write_row
         for rollout_id, r in fresh:
-            for index, turn in enumerate(r.get("turns") or []):
+            for index, turn in enumerate(r.get("turns") or ()):
                 turn_id = next(turn_ids)
-                content, blob, size, images = body_split(turn.get("content"), refs, limit)
-                metadata = turn.get("metadata") or {}
-                if images:
-                    metadata = {**metadata, "images": [*(metadata.get("images") or []), *images]}
-                copy.write_row((
+                content = turn.get("content")
+                metadata = turn.get("metadata")
+                if _plain(content, limit):
+                    blob, size = "", len(content)
+                else:
+                    content, blob, size, images = body_split(content, refs, limit)
+                    if images:
+                        metadata = {**(metadata or {}), "images": [*((metadata or {}).get("images") or []), *images]}
+                write((
                     turn_id, rollout_id, index, (turn.get("role") or "")[:32], content, blob, size,
-                    turn.get("reasoning") or "", turn.get("input_tokens"), turn.get("output_tokens"),
-                    turn.get("latency"), (turn.get("model") or "")[:500], dumps(metadata) if metadata else "{}",
+                    turn.get("reasoning") or "", _int(turn.get("input_tokens")), _int(turn.get("output_tokens")),
+                    _float(turn.get("latency")), (turn.get("model") or "")[:500],
+                    dumps(metadata) if metadata else "{}",
                 ))
-                calls.add(turn.get("tool_calls") or [], turn_id, rollout_id, None)
+                tool_calls = turn.get("tool_calls")
+                if tool_calls:
+                    calls.add(tool_calls, turn_id, rollout_id, None)
     if calls.rows:
-        with raw.copy(
-            "COPY runs_toolcall (id, turn_id, rollout_id, parent_id, index, call_id, name, arguments, output, "
-            "output_blob, output_size, is_error, duration, model, input_tokens, output_tokens, cost) FROM STDIN"
-        ) as copy:
+        with copy_binary("runs_toolcall", _CALL_FIELDS) as copy:
+            write = copy.write_row
             for row in calls.rows:
-                copy.write_row(row)
-
+                write(row)

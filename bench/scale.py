@@ -1,0 +1,164 @@
+"""Issue 30 item 5 at one size: a database of N seeded rollouts measured whole, with the benches that exist.
+
+    python bench/scale.py --rollouts 100000 [--reuse] [--requests 20] [--repeat 5] [--ingest-rollouts 2000]
+
+Database `bench_scale_<N>` (kept for later runs: `--reuse`), filled by `manage.py seed_scale` (COPY) with
+the rare texts bench/search.py plants; the search indexer then reads everything (bench/search.build_index:
+its rate is the indexer's throughput). Then:
+- disk per rollout: tables, indexes, search, blobs (bench/storage.disk_per_rollout), and ÷ raw text;
+- search first page p95: words, substring / regex (bench/search.time_queries, the page's selector);
+- page p95 over HTTP on a real gunicorn, logged in (bench/pages.py's measure): explorer, run page,
+  GRPO health, rollouts list, a trajectory, search (word, substring, regex), compare;
+- ingest into this database against an empty one (`bench_scale_empty`), through the ingest service,
+  alone and with the indexer running beside it (bench/search.ingest_cost), each in its own process.
+Last line: one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import pages, search, storage  # noqa: E402
+from bench.common import ROOT, scratch_database, web_server  # noqa: E402
+
+PROJECT = "scale"  # the project seed_scale fills for pages.py and search.py alike
+TARGET_PAGE_MS = 200.0
+
+
+def _url(name: str) -> str:
+    return f"{pages.BASE_URL.rpartition('/')[0]}/{name}"
+
+
+def _ingest(database: str, rollouts: int) -> dict[str, Any]:
+    """search.ingest_cost in a process of its own (Django binds one database per process)."""
+    out = subprocess.run([sys.executable, __file__, "--ingest-only", "--database", database,
+                          "--ingest-rollouts", str(rollouts)], cwd=ROOT, check=True, capture_output=True, text=True,
+                         env={**os.environ, "DATABASE_URL": _url(database)})
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _empty_database() -> str:
+    name = "bench_scale_empty"
+    url = scratch_database(name)
+    subprocess.run([sys.executable, "manage.py", "create_api_key", "--project", PROJECT, "--create"], cwd=ROOT,
+                   env={**os.environ, "DATABASE_URL": url}, check=True, capture_output=True)
+    return name
+
+
+def _page_set(url: str) -> dict[str, tuple[str, dict[str, str] | None]]:
+    t = pages.targets(url)
+    with psycopg.connect(url) as conn:
+        two = [r[0] for r in conn.execute(
+            "SELECT r.public_id FROM runs_run r JOIN accounts_project p ON p.id = r.project_id "
+            "WHERE p.slug = %s AND r.kind = 'train' AND r.name <> 'long-series' ORDER BY r.id LIMIT 2",
+            [PROJECT]).fetchall()]
+    every = pages.pages(t)
+    keep = ("explorer", "run_page", "grpo_health", "rollouts_list", "trajectory")
+    out = {k: every[k] for k in keep if k in every}
+    s = f"/p/{PROJECT}/search/"
+    out["search_word"] = (f"{s}?q=injection", None)
+    out["search_word_rare"] = (f"{s}?q=quota+exceeded", None)
+    out["search_substring_rare"] = (f"{s}?q=quota+exceed&mode=substring", None)
+    out["search_regex"] = (f"{s}?q=quota+%5Ba-z%5D%2B+after+%5B0-9%5D%2B&mode=regex", None)
+    out["compare"] = (f"/p/{PROJECT}/compare/?runs={','.join(two)}", None)
+    return out
+
+
+def _pages_p95(url: str, requests: int) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    with web_server(url, workers=1, threads=1) as site, httpx.Client(base_url=site, timeout=120,
+                                                                      follow_redirects=False) as client:
+        pages.login(client)
+        for name, (path, headers) in _page_set(url).items():
+            m = pages.measure(client, path, requests, headers)
+            if m is not None:
+                figures[name] = m
+                print(f"{name:<24} p50 {m['p50_ms']:8.1f} ms  p95 {m['p95_ms']:8.1f} ms", file=sys.stderr, flush=True)
+    return figures
+
+
+def _blob_bytes(conn: psycopg.Connection[Any]) -> int:
+    """Bodies kept in the blob store, by the sizes their rows note (uncompressed: an upper bound)."""
+    row = conn.execute(
+        "SELECT (SELECT coalesce(sum(content_size), 0) FROM runs_turn WHERE content_blob <> '') "
+        "+ (SELECT coalesce(sum(output_size), 0) FROM runs_toolcall WHERE output_blob <> '')").fetchone()
+    return int(row[0]) if row else 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rollouts", type=int, default=100_000)
+    parser.add_argument("--reuse", action="store_true", help="keep bench_scale_<N> if it holds N rollouts")
+    parser.add_argument("--requests", type=int, default=20, help="timed requests per page")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each search query")
+    parser.add_argument("--ingest-rollouts", type=int, default=2000, help="0: skip the ingest comparison")
+    parser.add_argument("--ingest-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--database", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.ingest_only:  # the child of _ingest
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
+        import django
+
+        django.setup()
+        print(json.dumps(search.ingest_cost(args.ingest_rollouts)))
+        return
+
+    name = f"bench_scale_{args.rollouts}"
+    search._database_arg(name)  # noqa: SLF001 - search.py's way to name its scratch database
+    url = _url(name)
+    t0 = time.monotonic()
+    reused = args.reuse and search._seeded(url, args.rollouts)  # noqa: SLF001
+    if not reused:
+        url = search.seed(args.rollouts)
+    seed_s = None if reused else round(time.monotonic() - t0, 1)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
+    index = search.build_index(url)
+    queries = search.time_queries(args.repeat)
+    with psycopg.connect(url, autocommit=True) as conn:
+        disk = storage.disk_per_rollout(conn)
+        blobs = _blob_bytes(conn)
+        raw = disk["raw_text_bytes_per_rollout"] * disk["rollouts"]
+        total = sum(v for v in disk["table_mb"].values()) * 2**20 + blobs
+        rows = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]  # noqa: S608 - fixed names
+                for t in ("runs_rollout", "runs_turn", "runs_toolcall", "search_doc")}
+    page_p95 = _pages_p95(url, args.requests)
+    ingest: dict[str, Any] = {}
+    if args.ingest_rollouts:
+        ingest["into_this"] = _ingest(name, args.ingest_rollouts)
+        ingest["into_empty"] = _ingest(_empty_database(), args.ingest_rollouts)
+        full, empty = ingest["into_this"]["ingest_rollouts_per_s_alone"], ingest["into_empty"]["ingest_rollouts_per_s_alone"]
+        ingest["rate_vs_empty"] = round(full / empty, 3) if empty else None
+    worst = max((v["p95_ms"] for k, v in page_p95.items() if not k.startswith("search")), default=None)
+    result: dict[str, Any] = {
+        "bench": "scale", "rollouts": args.rollouts, "database": name, "seed_s": seed_s, "rows": rows,
+        "disk": {**disk, "blob_bytes": blobs, "bytes_per_rollout": round(total / max(1, disk["rollouts"])),
+                 "all_over_raw": round(total / raw, 2) if raw else None},
+        "search": {"word_p95_ms": search.p95(queries["timings"]["words"]),
+                   "substring_regex_p95_ms": search.p95(queries["timings"]["other"]),
+                   "indexer_docs_per_s": round(index["rows"] / max(index["seconds"], 1e-9)),
+                   "index_build_s": round(index["seconds"], 1), "queries": queries["queries"]},
+        "pages": page_p95,
+        "pages_p95_ms": {k: v["p95_ms"] for k, v in page_p95.items()},
+        "worst_page_p95_ms": worst,
+        "pages_target_met": worst is not None and worst <= TARGET_PAGE_MS,
+        "ingest": ingest,
+        "cores": os.cpu_count(),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
