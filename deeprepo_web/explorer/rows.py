@@ -20,6 +20,7 @@ from django.utils.text import Truncator
 from deeprepo_web.explorer.columns import config_value
 from deeprepo_web.explorer.selectors import RunReward
 from deeprepo_web.explorer.templatetags import explorer_format
+from deeprepo_web.front.badges import status_badge
 from deeprepo_web.labels.selectors import RunLabelCount
 from deeprepo_web.labels.templatetags.label_tags import text_colour
 from deeprepo_web.runs.models import Run
@@ -48,7 +49,7 @@ _RUN_ROW_HTML = (
     '<td class="sel"><input type="checkbox" class="run-select" value="{id}" aria-label="Select {name}"></td>'
     '<td class="name"><a href="{url}">{short_name}</a>{checkpoint}{notes}</td>'
     '<td class="c-kind"><span class="kind kind-{kind}">{kind}</span></td>'
-    '<td class="c-status"><span class="status status-{status}">{status}</span></td>'
+    '<td class="c-status">{status}</td>'
     '<td class="clip c-model" title="{model}">{model_shown}</td>'
     '<td class="clip c-environment" title="{environment}">{environment_shown}</td>'
     '<td class="tags c-tags">{tags}</td>'
@@ -113,7 +114,7 @@ def run_row_html(run: Run, *, url: str, reward: RunReward | None, group_key: str
         notes=format_html('<div class="notes muted">{}</div>', clip(run.notes, 100)) if run.notes else "",
         kind=run.kind,
         # A run the worker is deleting says so until it is gone (runs.deletion).
-        status="deleting" if run.deletion_requested_at else run.status,
+        status=status_badge("deleting" if run.deletion_requested_at else run.status),
         model=run.model,
         model_shown=run.model or "—",
         environment=run.environment,
