@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from deeprepo_web.accounts import access
 from deeprepo_web.audit.context import actor_name
 from deeprepo_web.explorer import grouping, selectors
-from deeprepo_web.explorer.columns import FIXED, columns_for, columns_save
+from deeprepo_web.explorer.columns import FIXED, TABLE, columns_for, columns_save
 from deeprepo_web.explorer.evalsummary import (
     eval_mean_rewards,
     is_curve,
@@ -109,6 +109,8 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
         "group_keys": group_keys,
         "rows": rows,
         "columns": columns,
+        "table_columns": TABLE,
+        "table_width": len(TABLE) + len(columns.config),
         "page": page,
         "has_next": has_next,
         "next_qs": _qs(query, page=page + 1) if has_next else "",
