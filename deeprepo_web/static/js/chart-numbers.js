@@ -1,0 +1,83 @@
+// "Show numbers" under a chart: the numbers it plots, as a table, for a screen reader or for reading
+// an exact value. A <details> (keyboard and screen-reader friendly by itself); the table is written
+// when it opens, and again on every redraw while it stays open, from the same arrays the chart draws.
+"use strict";
+(function () {
+  var MAX_ROWS = 1000;  // a chart draws at most ~1000 buckets a line; more rows would be no easier to read
+
+  function cell(tag, text, scope) {
+    var c = document.createElement(tag);
+    c.textContent = text;
+    if (scope) c.scope = scope;
+    return c;
+  }
+
+  function number(v) {
+    if (v == null || v === "") return "—";
+    if (typeof v !== "number") return String(v);
+    if (!isFinite(v)) return isNaN(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf";
+    return String(Number(v.toPrecision(6)));
+  }
+
+  // numbers: { title, columns: [names], rows: [[values]], format: [fn or null per column] }
+  function fill(box, numbers) {
+    box.textContent = "";
+    if (!numbers || !numbers.rows.length) {
+      box.appendChild(cell("p", "No numbers yet."));
+      return;
+    }
+    var table = document.createElement("table");
+    table.className = "grid numbers";
+    var caption = cell("caption", numbers.title || "");
+    caption.className = "sr-only";
+    table.appendChild(caption);
+    var head = table.createTHead().insertRow();
+    numbers.columns.forEach(function (name) { head.appendChild(cell("th", name, "col")); });
+    var body = table.createTBody();
+    var format = numbers.format || [];
+    numbers.rows.slice(0, MAX_ROWS).forEach(function (row) {
+      var tr = body.insertRow();
+      row.forEach(function (v, i) {
+        var text = format[i] ? format[i](v) : number(v);
+        var c = cell(i ? "td" : "th", text, i ? null : "row");
+        c.className = "num";
+        tr.appendChild(c);
+      });
+    });
+    box.appendChild(table);
+    if (numbers.rows.length > MAX_ROWS) {
+      box.appendChild(cell("p", "The first " + MAX_ROWS + " of " + numbers.rows.length + " rows."));
+    }
+  }
+
+  // Adds the control after `anchor`; `read()` gives the numbers when asked. Returns the <details>,
+  // whose refresh() rewrites an open table.
+  function attach(anchor, read) {
+    var details = document.createElement("details");
+    details.className = "chart-numbers";
+    details.appendChild(cell("summary", "Show numbers"));
+    var box = document.createElement("div");
+    box.className = "numbers-box";
+    box.tabIndex = 0;  // a scrolling box: the keyboard scrolls it once focused
+    box.setAttribute("role", "region");
+    box.setAttribute("aria-label", "Numbers of the chart");
+    details.appendChild(box);
+    details.refresh = function () { if (details.open) fill(box, read()); };
+    details.addEventListener("toggle", details.refresh);
+    anchor.after(details);
+    return details;
+  }
+
+  // uPlot's data (x first, then one array per series) and series labels → rows of the table; series
+  // without a label (or left out by `keep`) are skipped.
+  function fromColumns(title, labels, data, keep) {
+    var used = [0];
+    for (var s = 1; s < data.length; s++) if (labels[s] && (!keep || keep(s))) used.push(s);
+    var rows = (data[0] || []).map(function (x, i) {
+      return used.map(function (s) { return data[s][i]; });
+    });
+    return { title: title, columns: used.map(function (s) { return labels[s]; }), rows: rows };
+  }
+
+  window.deeprepoNumbers = { attach: attach, fromColumns: fromColumns, number: number };
+})();
