@@ -326,9 +326,7 @@
   }
 
   function fetchJson(url) {
-    return fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
-      .then(function (r) { return r.ok ? r.json() : null; })
-      .catch(function () { return null; });
+    return window.deeprepo.getJSON(url);  // static/js/poll.js
   }
 
   // One source per run (the page's run and the overlaid ones) of metric `key`; `extra` narrows the steps.

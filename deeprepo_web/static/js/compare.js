@@ -110,10 +110,8 @@
     Promise.all(runs.map(function (r) {
       // Only runs that logged the key are asked (no 404 in the console for the others).
       if (r.keys && r.keys.indexOf(key) < 0) return Promise.resolve(null);
-      return fetch("/api/v1/runs/" + encodeURIComponent(r.id) + "/series?buckets=1000&key=" + encodeURIComponent(key),
-                   { credentials: "same-origin" })
-        .then(function (res) { return res.ok ? res.json() : null; })
-        .catch(function () { return null; });
+      return window.deeprepo.getJSON("/api/v1/runs/" + encodeURIComponent(r.id) + "/series?buckets=1000&key=" +
+                                     encodeURIComponent(key));
     })).then(function (results) { drawCurves(el, runs, results, key); });
   }
 
