@@ -14,6 +14,7 @@ from typing import Any
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.explorer.models import RunTableColumns
 
+
 @dataclass(frozen=True)
 class Column:
     """One fixed column of the runs table: its header and its cell (a format_html template of
