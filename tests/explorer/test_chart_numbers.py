@@ -1,4 +1,4 @@
-"""In Chromium: a chart's "Show numbers" lists the values the chart draws, follows smoothing and live
+"""In Chromium: a chart's "Show numbers" button lists the values the chart draws, follows smoothing and live
 points, and the keyboard reaches the skip link first."""
 
 from __future__ import annotations
@@ -28,10 +28,15 @@ def test_chart_numbers_show_the_series_values(browser_page: Any, live_server: An
 
     panel = page.locator('.panel[data-key="reward"]')
     expect(panel).to_have_attribute("data-drawn", "1")
-    numbers = panel.locator("details.chart-numbers")
-    expect(numbers.locator("table")).to_have_count(0)  # written only when asked for
-    numbers.locator("summary").click()
-    table = numbers.locator("table.numbers")
+    button = panel.locator("button.numbers-toggle")
+    expect(button).to_have_attribute("aria-expanded", "false")
+    box = page.locator("#" + button.get_attribute("aria-controls"))
+    expect(box).to_be_hidden()
+    expect(box.locator("table")).to_have_count(0)  # written only when asked for
+    button.click()
+    expect(button).to_have_attribute("aria-expanded", "true")
+    expect(button).to_have_text("Hide numbers")
+    table = box.locator("table.numbers")
     expect(table.locator("thead th")).to_have_text(["step", "numbers-run"])
     expect(table.locator("tbody tr")).to_have_text(["0 0.125", "1 0.25", "2 0.5", "3 0.75"], use_inner_text=True)
     assert table.locator('tbody th[scope="row"]').count() == 4

@@ -1,6 +1,7 @@
 // "Show numbers" under a chart: the numbers it plots, as a table, for a screen reader or for reading
-// an exact value. A <details> (keyboard and screen-reader friendly by itself); the table is written
-// when it opens, and again on every redraw while it stays open, from the same arrays the chart draws.
+// an exact value. A <details> (keyboard and screen-reader friendly by itself) or a button in the
+// chart's head; the table is written when it opens, and again on every redraw while it stays open,
+// from the same arrays the chart draws.
 "use strict";
 (function () {
   var MAX_ROWS = 1000;  // a chart draws at most ~1000 buckets a line; more rows would be no easier to read
@@ -68,6 +69,36 @@
     return details;
   }
 
+  // The same table behind a "Numbers" button in `head` (the run page's panels, where a closed
+  // <details> would add a line to every chart): the button says whether it is open (aria-expanded)
+  // and which box it opens (aria-controls); the box comes after `anchor`. Returns the box, whose
+  // refresh() rewrites an open table.
+  var boxes = 0;
+  function toggle(head, anchor, read, title) {
+    var box = document.createElement("div");
+    box.className = "numbers-box";
+    box.id = "chart-numbers-" + (++boxes);
+    box.hidden = true;
+    box.tabIndex = 0;
+    box.setAttribute("role", "region");
+    box.setAttribute("aria-label", "Numbers of " + (title || "the chart"));
+    var button = cell("button", "Show numbers");
+    button.type = "button";
+    button.className = "numbers-toggle";
+    button.setAttribute("aria-expanded", "false");
+    button.setAttribute("aria-controls", box.id);
+    button.addEventListener("click", function () {
+      box.hidden = !box.hidden;
+      button.setAttribute("aria-expanded", String(!box.hidden));
+      button.textContent = box.hidden ? "Show numbers" : "Hide numbers";
+      box.refresh();
+    });
+    box.refresh = function () { if (!box.hidden) fill(box, read()); };
+    head.appendChild(button);
+    anchor.after(box);
+    return box;
+  }
+
   // uPlot's data (x first, then one array per series) and series labels → rows of the table; series
   // without a label (or left out by `keep`) are skipped.
   function fromColumns(title, labels, data, keep) {
@@ -79,5 +110,5 @@
     return { title: title, columns: used.map(function (s) { return labels[s]; }), rows: rows };
   }
 
-  window.deeprepoNumbers = { attach: attach, fromColumns: fromColumns, number: number };
+  window.deeprepoNumbers = { attach: attach, toggle: toggle, fromColumns: fromColumns, number: number };
 })();

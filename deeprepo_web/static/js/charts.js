@@ -305,7 +305,9 @@
     panel.appendChild(head);
     panel.appendChild(el("div", "plot loading"));
     // "Show numbers": the table of what the chart draws (chart-numbers.js), read from chart.built.
-    if (window.deeprepoNumbers) panel._numbers = window.deeprepoNumbers.attach(panel.lastChild, function () { return numbersOf(panel); });
+    if (window.deeprepoNumbers) {
+      panel._numbers = window.deeprepoNumbers.toggle(head, panel.lastChild, function () { return numbersOf(panel); }, title);
+    }
     chart.sources = chart.sources || [];
     panel._chart = chart;
     panel.dataset.title = title;
