@@ -54,3 +54,23 @@ def test_chart_numbers_show_the_series_values(browser_page: Any, live_server: An
     expect(table.locator("tbody tr")).to_have_count(5, timeout=15_000)
     expect(table.locator("tbody tr").last).to_have_text("4 0.875", use_inner_text=True)
     assert page.watched.errors == []
+
+
+def test_shared_run_chart_numbers_in_a_details(browser_page: Any, live_server: Any, team: Any) -> None:
+    """Charts of the compare and share pages (compare.js) get a <details> with the same table."""
+    from deeprepo_web.runs.ingest.metrics import metrics_ingest
+    from deeprepo_web.runs.services import run_create
+    from deeprepo_web.sharing.services import share_create
+
+    run, _ = run_create(project=team.project, name="shared-run", status="finished")
+    metrics_ingest(run=run, points=reward_points([0.125, 0.25, 0.5]))
+    _, token = share_create(project=team.project, user=team.owner, kind="run", target=run.public_id)
+    page = browser_page()
+    page.goto(f"{live_server.url}/s/{token}")
+    numbers = page.locator("#run-curve + details.chart-numbers")
+    numbers.locator("summary").click()
+    table = numbers.locator("table.numbers")
+    expect(table.locator("thead th")).to_have_text(["step", "reward", "min", "max"])
+    expect(table.locator("tbody tr")).to_have_count(3)
+    expect(table.locator("tbody tr").last).to_have_text("2 0.5 0.5 0.5", use_inner_text=True)
+    assert page.watched.errors == []
