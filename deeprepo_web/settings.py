@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "template_partials",
+    "deeprepo_web.front",  # its template tags: the status badge
     "deeprepo_web.accounts",
     "deeprepo_web.runs",
     "deeprepo_web.jobs",

@@ -14,11 +14,45 @@ from typing import Any
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.explorer.models import RunTableColumns
 
-FIXED = (
-    ("kind", "Kind"), ("status", "Status"), ("model", "Model"), ("environment", "Environment"),
-    ("tags", "Tags"), ("labels", "Labels"), ("started", "Started"), ("duration", "Duration"),
-    ("reward", "Reward"), ("curve", "Reward curve"),
+
+@dataclass(frozen=True)
+class Column:
+    """One fixed column of the runs table: its header and its cell (a format_html template of
+    explorer/rows.py's fields). The header, every row and the colspans all come from TABLE."""
+
+    name: str  # a hideable one's name in RunTableColumns.hidden; its cells carry class c-<name>
+    label: str
+    cell: str
+    sort: str = ""  # the sort its header link sets (explorer.selectors.RUN_SORTS); "" when not sortable
+    num: bool = False  # right-aligned figures
+    hideable: bool = True
+
+    @property
+    def th_class(self) -> str:
+        """The header's classes: the same c-<name> as its cells, which the hide-<name> classes hide."""
+        base = "sel" if self.name == "sel" else f"c-{self.name}" if self.hideable else ""
+        return f"{base} num".strip() if self.num else base
+
+
+TABLE = (
+    Column("sel", "Select", '<td class="sel"><input type="checkbox" class="run-select" value="{id}" '
+           'aria-label="Select {name}"></td>', hideable=False),
+    Column("name", "Name", '<td class="name"><a href="{url}">{short_name}</a>{checkpoint}{notes}</td>', sort="name",
+           hideable=False),
+    Column("kind", "Kind", '<td class="c-kind"><span class="kind kind-{kind}">{kind}</span></td>', sort="kind"),
+    Column("status", "Status", '<td class="c-status">{status}</td>', sort="status"),
+    Column("model", "Model", '<td class="clip c-model" title="{model}">{model_shown}</td>', sort="model"),
+    Column("environment", "Environment", '<td class="clip c-environment" title="{environment}">{environment_shown}</td>',
+           sort="environment"),
+    Column("tags", "Tags", '<td class="tags c-tags">{tags}</td>'),
+    Column("labels", "Labels", '<td class="labels c-labels">{labels}</td>'),
+    Column("started", "Started", '<td class="nowrap muted c-started" title="{when}">{when_ago}</td>', sort="started"),
+    Column("duration", "Duration", '<td class="num nowrap c-duration">{duration}</td>', num=True),
+    Column("reward", "Reward", '<td class="num reward c-reward"{reward_title}>{reward}</td>', sort="metric:reward",
+           num=True),
+    Column("curve", "Reward curve", '<td class="spark c-curve">{spark}</td>'),
 )
+FIXED = tuple((c.name, c.label) for c in TABLE if c.hideable)
 FIXED_NAMES = frozenset(name for name, _ in FIXED)
 MAX_CONFIG_COLUMNS = 12
 MAX_CELL = 60

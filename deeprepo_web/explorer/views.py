@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from deeprepo_web.accounts import access
 from deeprepo_web.audit.context import actor_name
 from deeprepo_web.explorer import grouping, selectors
-from deeprepo_web.explorer.columns import FIXED, columns_for, columns_save
+from deeprepo_web.explorer.columns import FIXED, TABLE, columns_for, columns_save
 from deeprepo_web.explorer.evalsummary import (
     eval_mean_rewards,
     is_curve,
@@ -111,6 +111,8 @@ def project(request: HttpRequest, slug: str) -> HttpResponse:
         "rows": rows,
         "columns": columns,
         "pager": pager_for(request, found, label="Runs pages", noun="run", load_via="runs-table-loader"),
+        "table_columns": TABLE,
+        "table_width": len(TABLE) + len(columns.config),
         "sort_key": query.sort.lstrip("-"),
         "sort_desc": sort_desc,
         "sort_links": {

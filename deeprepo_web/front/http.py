@@ -13,7 +13,8 @@ from django.shortcuts import render
 
 T = TypeVar("T")
 
-# htmx stops polling when a response carries this status.
+# The answer to a poll of a part that is now final (it comes back without data-live-url, static/js/poll.js);
+# htmx would also stop its own polling on this status.
 STOP_POLLING = 286
 MAX_PAGE = 100_000  # the API's old numbered pages stop here (an OFFSET past it overflows)
 

@@ -54,7 +54,7 @@ def _label(v: float) -> str:
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
-def line_chart(lines: Sequence[Line], *, title: str = "", wide: bool = False) -> SafeString:
+def line_chart(lines: Sequence[Line], *, title: str = "", wide: bool = False, x_name: str = "step") -> SafeString:
     w = WIDE if wide else W
     pts = [(x, y) for ln in lines for x, y in zip(ln.xs, ln.ys, strict=False) if y is not None]
     if not pts:
@@ -94,4 +94,27 @@ def line_chart(lines: Sequence[Line], *, title: str = "", wide: bool = False) ->
             cx, cy = d[0][1:].split(",")
             parts.append(f'<circle cx="{cx}" cy="{cy}" r="3" fill="{escape(ln.color)}"/>')
     parts.append("</svg>")
+    parts.append(numbers_table(lines, title=title, x_name=x_name))
     return mark_safe("".join(parts))  # noqa: S308 - numbers, and names through escape()
+
+
+def numbers_table(lines: Sequence[Line], *, title: str, x_name: str) -> str:
+    """The chart's text alternative: a closed "Show numbers" with every drawn point as a table, one row
+    per x, one column per line (the same control the script-drawn charts get, static/js/chart-numbers.js)."""
+    xs = sorted({x for ln in lines for x in ln.xs})
+    at = [dict(zip(ln.xs, ln.ys, strict=False)) for ln in lines]
+    head = "".join(f'<th scope="col">{escape(name)}</th>' for name in (x_name, *(ln.name for ln in lines)))
+    rows = "".join(
+        f'<tr><th scope="row" class="num">{_number(x)}</th>'
+        + "".join(f'<td class="num">{_number(values.get(x))}</td>' for values in at) + "</tr>"
+        for x in xs
+    )
+    return (f'<details class="chart-numbers"><summary>Show numbers</summary>'
+            f'<div class="numbers-box" tabindex="0" role="region" aria-label="Numbers of {escape(title)}">'
+            f'<table class="grid numbers"><caption class="sr-only">{escape(title)}</caption>'
+            f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div></details>")
+
+
+def _number(v: float | None) -> str:
+    """A value of the numbers table: six significant digits, "—" where a line has no point."""
+    return "—" if v is None else f"{v:.6g}"

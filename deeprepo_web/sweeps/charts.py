@@ -96,7 +96,23 @@ def parallel_coordinates(sweep: Sweep, trials: list[Trial]) -> SafeString:
                      f'fill="none" stroke-width="1.8"{dash}><title>trial {t.number} ({escape(t.status)}): '
                      f'{escape(sweep.metric)} {value:.4g}</title></path>')
     parts.append("</svg>")
+    parts.append(_trial_numbers(shown, names, metric_values, sweep.metric))
     return mark_safe("".join(parts))  # noqa: S308 - numbers, and names through escape()
+
+
+def _trial_numbers(trials: list[Trial], names: list[str], values: list[float], metric: str) -> str:
+    """The parallel coordinates' "Show numbers": one row per drawn trial, its parameters and metric."""
+    head = "".join(f'<th scope="col">{escape(n)}</th>' for n in ("trial", *names, metric))
+    rows = "".join(
+        f'<tr><th scope="row" class="num">{t.number}</th>'
+        + "".join(f"<td>{escape(_label(t.params.get(n)))}</td>" for n in names)
+        + f'<td class="num">{value:.6g}</td></tr>'
+        for t, value in zip(trials, values, strict=True)
+    )
+    return ('<details class="chart-numbers"><summary>Show numbers</summary>'
+            f'<div class="numbers-box" tabindex="0" role="region" aria-label="Numbers of the parameters against '
+            f'{escape(metric)}"><table class="grid numbers"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
+            "</table></div></details>")
 
 
 def best_so_far(sweep: Sweep, trials: list[Trial]) -> SafeString:
@@ -113,4 +129,5 @@ def best_so_far(sweep: Sweep, trials: list[Trial]) -> SafeString:
         best.append(v if not best else pick(v, best[-1]))  # type: ignore[type-var]
     lines = [Line(f"best {sweep.metric} so far", "#2563eb", xs, best),
              Line(f"{sweep.metric} of each trial", "#9ca3af", xs, list(values), dashed=True)]
-    return line_chart(lines, title=f"best {sweep.metric} so far (minutes since the sweep started)", wide=True)
+    return line_chart(lines, title=f"best {sweep.metric} so far (minutes since the sweep started)", wide=True,
+                      x_name="minutes")

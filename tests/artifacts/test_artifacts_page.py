@@ -26,7 +26,7 @@ def test_viewer_sees_list_without_delete(client: Any, api: Any, run_id: str, tea
     assert "ckpt/&lt;b&gt;adapter&lt;/b&gt;.bin" in html and "<b>adapter" not in html
     assert "train.log" in html and "2 artifacts" in html.replace("<strong>", "").replace("</strong>", "")
     assert "Download" in html and ">Delete<" not in html
-    assert 'class="active">Artifacts' in html
+    assert 'class="active" aria-current="page">Artifacts' in html
     only_logs = _page(client, run_id, kind="log").content.decode()
     assert "train.log" in only_logs and "adapter" not in only_logs
 

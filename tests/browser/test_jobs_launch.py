@@ -64,7 +64,7 @@ def test_launch_demo_grpo_watch_it_succeed_then_cancel_another(
     page.wait_for_selector("#job-status:has-text('succeeded')", timeout=60_000)
     assert _reward_points(job_id) == 12 > first  # the curve grew while we watched
     assert "step  11" in page.inner_text("#job-log")
-    assert page.locator("#job-live[hx-trigger]").count() == 0  # polling stopped
+    assert page.locator("#job-live[data-live-url]").count() == 0  # polling stopped
     page.click("text=Open run →")
     page.wait_for_url(f"{base}/p/demo/runs/*/")
     assert "finished" in page.inner_text("#run-status")

@@ -43,4 +43,4 @@ def test_large_upload_is_imported_by_a_real_worker(client, team, settings, tmp_p
     # a duplicate delivery of the same task does nothing
     assert import_job_run(job_id=job.pk) is None
     page = client.get("/p/demo/import/").content.decode()
-    assert "600" in page and "hx-trigger" not in page
+    assert "600" in page and "data-live-url" not in page

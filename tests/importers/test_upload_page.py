@@ -107,13 +107,13 @@ def test_job_row_polls_until_done_then_286(client, team):
     job = ImportJob.objects.create(project=team.project, source_name="big.jsonl", path="/nowhere", progress=1234)
     _login(client, team.viewer)
     page = client.get("/p/demo/import/").content.decode()
-    assert f'hx-get="/p/demo/import/{job.pk}/"' in page and 'hx-trigger="every 1s"' in page
+    assert f'data-live-url="/p/demo/import/{job.pk}/" data-live-every="1"' in page
     row = client.get(f"/p/demo/import/{job.pk}/", headers={"HX-Request": "true"})
     assert row.status_code == 200 and b"1,234 rows read" in row.content and b"<html" not in row.content
     ImportJob.objects.filter(pk=job.pk).update(status="done", report={"runs": [], "problems": [], "rows": 5,
                                                                       "seconds": 0.5, "problems_total": 0})
     row = client.get(f"/p/demo/import/{job.pk}/", headers={"HX-Request": "true"})
-    assert row.status_code == 286 and b"hx-get" not in row.content
+    assert row.status_code == 286 and b"data-live-url" not in row.content
 
 
 def test_job_of_another_project_is_404(client, team):

@@ -94,12 +94,12 @@ def test_editor_launches_a_job_and_its_queued_run(client: Any, team: Any, cluste
     assert [(e.to_status, e.reason) for e in job.events.all()][1:] == ([] if listening else [
         ("pending", f"waiting for a worker on {cluster.name} (no worker listens on queue 'celery')")])
     page = client.get(r["Location"])
-    assert 'hx-trigger="every 2s"' in page.content.decode()
-    # An htmx poll of a live job keeps polling (200); of a finished one, stops (286).
+    assert 'data-live-url="{}" data-live-every="2"'.format(r["Location"]) in page.content.decode()
+    # A poll of a live job keeps polling (200); a finished one comes back without data-live-url (286).
     assert client.get(r["Location"], headers={"HX-Request": "true"}).status_code == 200
     Job.objects.filter(pk=job.pk).update(status="succeeded")
     done = client.get(r["Location"], headers={"HX-Request": "true"})
-    assert done.status_code == 286 and "hx-trigger" not in done.content.decode()
+    assert done.status_code == 286 and "data-live-url" not in done.content.decode()
 
 
 def test_editor_cancels_a_pending_job(client: Any, team: Any, cluster: Cluster) -> None:

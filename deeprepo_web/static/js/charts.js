@@ -208,6 +208,7 @@
       chart.sig = sig;
     }
     chart.built = built;
+    if (panel._numbers) panel._numbers.refresh();
     // What the tests read: the sum of the first drawn line, so smoothing shows up as a change.
     var first = chart.shown[0] && chart.shown[0]._main;
     var sum = 0;
@@ -267,6 +268,20 @@
   });
   var hoverText = zoom.hoverText, drawMarks = zoom.drawMarks, zoomTo = zoom.zoomTo, zoomReset = zoom.zoomReset;
 
+  // The drawn arrays as rows: x, then each line (the smoothed one and its raw values while smoothing is
+  // on; min / max where a band is drawn).
+  function numbersOf(panel) {
+    var built = panel._chart.built;
+    if (!built) return null;
+    var labels = built.series.map(function (s) { return s.label; });
+    labels[0] = built.time ? "time (UTC)" : built.defined || "step";
+    var numbers = window.deeprepoNumbers.fromColumns(panel.dataset.title, labels, built.data, function (s) {
+      return state.smoothing > 0 || !/ \(raw\)$/.test(labels[s]);
+    });
+    if (built.time) numbers.format = [function (t) { return new Date(t * 1000).toISOString().slice(0, 19).replace("T", " "); }];
+    return numbers;
+  }
+
   function redrawAll() {
     panels.forEach(function (p) { if (p._chart.sources.length || p._chart.loaded) draw(p); });
   }
@@ -281,6 +296,10 @@
     head.appendChild(el("span", "hover"));
     panel.appendChild(head);
     panel.appendChild(el("div", "plot loading"));
+    // "Show numbers": the table of what the chart draws (chart-numbers.js), read from chart.built.
+    if (window.deeprepoNumbers) {
+      panel._numbers = window.deeprepoNumbers.toggle(head, panel.lastChild, function () { return numbersOf(panel); }, title);
+    }
     chart.sources = chart.sources || [];
     panel._chart = chart;
     panel.dataset.title = title;
@@ -301,9 +320,7 @@
   }
 
   function fetchJson(url) {
-    return fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
-      .then(function (r) { return r.ok ? r.json() : null; })
-      .catch(function () { return null; });
+    return window.deeprepo.getJSON(url);  // static/js/poll.js
   }
 
   // One source per run (the page's run and the overlaid ones) of metric `key`; `extra` narrows the steps.

@@ -110,10 +110,8 @@
     Promise.all(runs.map(function (r) {
       // Only runs that logged the key are asked (no 404 in the console for the others).
       if (r.keys && r.keys.indexOf(key) < 0) return Promise.resolve(null);
-      return fetch("/api/v1/runs/" + encodeURIComponent(r.id) + "/series?buckets=1000&key=" + encodeURIComponent(key),
-                   { credentials: "same-origin" })
-        .then(function (res) { return res.ok ? res.json() : null; })
-        .catch(function () { return null; });
+      return window.deeprepo.getJSON("/api/v1/runs/" + encodeURIComponent(r.id) + "/series?buckets=1000&key=" +
+                                     encodeURIComponent(key));
     })).then(function (results) { drawCurves(el, runs, results, key); });
   }
 
@@ -136,6 +134,7 @@
     if (curvePlot) { curvePlot.destroy(); curvePlot = null; }
     el.textContent = "";
     if (cols.length < 2) {
+      numbersOf(el, key, series, [xs]);
       var p = document.createElement("p"); p.className = "muted";
       p.textContent = "No run logged “" + key + "”."; el.appendChild(p); return;
     }
@@ -145,6 +144,7 @@
                             axes: [{ label: "step", incrs: STEP_INCRS }, {}] }, cols, el);
     el._plot = curvePlot;  // tests read its scales
     el.dataset.drawn = String(cols.length - 1);  // how many runs the chart shows (tests read it)
+    numbersOf(el, key, series, cols);
   }
 
   // ------------------------------------------------------------ checkpoint progression
@@ -162,16 +162,49 @@
       bands: [{ series: [3, 2], fill: band }],
       axes: [{ label: "checkpoint step", incrs: STEP_INCRS }, { label: "reward" }]
     };
-    new uPlot(opts, [d.steps, d.mean, d.lo, d.hi, d.pass], el);
+    var data = [d.steps, d.mean, d.lo, d.hi, d.pass];
+    new uPlot(opts, data, el);
+    numbersOf(el, "Mean eval reward per checkpoint", opts.series, data);
   }
 
   function runCurve(el, d) {
+    var series = [{ label: "step" }, { label: "reward", stroke: "#3b5bdb", width: 1.6, spanGaps: true },
+                  { label: "min", stroke: "rgba(59,91,219,0.3)" }, { label: "max", stroke: "rgba(59,91,219,0.3)" }];
+    var data = [d.steps, d.value, d.min, d.max];
     new uPlot({
-      width: cssWidth(el, 900), height: 240, scales: { x: { time: false } },
-      series: [{ label: "step" }, { label: "reward", stroke: "#3b5bdb", width: 1.6, spanGaps: true },
-               { label: "min", stroke: "rgba(59,91,219,0.3)" }, { label: "max", stroke: "rgba(59,91,219,0.3)" }],
+      width: cssWidth(el, 900), height: 240, scales: { x: { time: false } }, series: series,
       bands: [{ series: [3, 2], fill: "rgba(59,91,219,0.08)" }]
-    }, [d.steps, d.value, d.min, d.max], el);
+    }, data, el);
+    numbersOf(el, "Reward", series, data);
+  }
+
+  // "Show numbers" under a chart (chart-numbers.js): the same arrays it was drawn from. One control per
+  // chart; a redraw (another metric picked) rewrites it.
+  function numbersOf(el, title, series, data) {
+    if (!window.deeprepoNumbers) return;
+    el._numbers = { title: title, columns: series.map(function (s) { return s.label; }), data: data };
+    if (!el._numbersBox) {
+      el._numbersBox = window.deeprepoNumbers.attach(el, function () {
+        var n = el._numbers;
+        return window.deeprepoNumbers.fromColumns(n.title, n.columns, n.data);
+      });
+    }
+    el._numbersBox.refresh();
+  }
+
+  // The strip chart's numbers: per run, its rollouts' mean reward, the CI and how many were drawn.
+  function stripNumbers(canvas, data) {
+    if (!window.deeprepoNumbers) return;
+    window.deeprepoNumbers.attach(canvas, function () {
+      return {
+        title: "Rewards per run",
+        columns: ["run", "mean", "95% CI low", "95% CI high", "rewards"],
+        rows: (data.runs || []).map(function (r) {
+          return [r.letter + " · " + r.name + (r.base ? " (baseline)" : ""), r.mean, r.lo, r.hi,
+                  r.rewards.filter(function (v) { return v !== null; }).length];
+        }),
+      };
+    });
   }
 
   // ------------------------------------------------------------ PNG export of a section's charts
@@ -246,7 +279,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     var data = readJson("cmp-data");
     var strip = document.getElementById("strip-chart");
-    if (data && strip) stripChart(strip, data);
+    if (data && strip) { stripChart(strip, data); stripNumbers(strip, data); }
     var curve = document.getElementById("curve-chart");
     var select = document.getElementById("curve-key");
     if (data && curve && select && window.uPlot) {

@@ -56,8 +56,8 @@
     var link = ev.target.closest && ev.target.closest("#compare-link.disabled, #overlay-link.disabled");
     if (link) ev.preventDefault();
   });
-  var LIVE_MS = 5000;
-  var liveTimer = null;
+  var LIVE_S = 5;
+  var live = null;  // the poll (static/js/poll.js) while some row is running
 
   function runningIds() {
     var ids = [];
@@ -68,36 +68,31 @@
   }
 
   function liveRows() {
-    liveTimer = null;
     var ids = runningIds();
     var table = document.getElementById("runs-table");
     var base = document.getElementById("compare-link");
-    if (!ids.length || !table || !base) return;
+    if (!ids.length || !table || !base) { live = null; return false; }
     var url = base.getAttribute("data-project-url") + "rows/?ids=" + ids.map(encodeURIComponent).join(",");
     var label = document.querySelector('#run-filters select[name="label"]');
     if (label && label.value) url += "&label=" + encodeURIComponent(label.value);  // the labels column counts it alone
-    fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
-      .then(function (r) { return r.ok ? r.json() : null; })
-      .catch(function () { return null; })
-      .then(function (res) {
-        if (res) {
-          Object.keys(res.rows).forEach(function (id) {
-            var old = document.querySelector('#runs-table tr[data-run="' + CSS.escape(id) + '"]');
-            if (!old) return;
-            var body = document.createElement("tbody");
-            body.innerHTML = res.rows[id];  // rendered and escaped on the server (explorer/rows.py)
-            var row = body.querySelector("tr[data-run]");
-            if (row) old.replaceWith(row);
-          });
-          syncTable(document);
-        }
-        scheduleLive();
+    return window.deeprepo.getJSON(url).then(function (res) {
+      if (!res) return true;
+      Object.keys(res.rows).forEach(function (id) {
+        var old = document.querySelector('#runs-table tr[data-run="' + CSS.escape(id) + '"]');
+        if (!old) return;
+        var body = document.createElement("tbody");
+        body.innerHTML = res.rows[id];  // rendered and escaped on the server (explorer/rows.py)
+        var row = body.querySelector("tr[data-run]");
+        if (row) old.replaceWith(row);
       });
+      syncTable(document);
+      return true;
+    });
   }
 
   function scheduleLive() {
-    if (liveTimer || !runningIds().length) return;
-    liveTimer = setTimeout(liveRows, LIVE_MS);
+    if (live || !runningIds().length) return;
+    live = window.deeprepo.poll(liveRows, function () { return LIVE_S; });
   }
 
   document.addEventListener("DOMContentLoaded", function () { syncTable(document); updateCompare(); scheduleLive(); });

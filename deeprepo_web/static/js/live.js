@@ -5,13 +5,9 @@
 (function () {
   var QUIET_MS = 30000;  // no new data seen for this long: the page is idle and polls slowly
   var HEALTH_MS = 10000;  // GRPO health reads every rollout of the run: at most this often
-  var cfg, state, after, lastChange = 0, lastHealth = 0, healthDue = false, timer = null;
+  var cfg, state, after, lastChange = 0, lastHealth = 0, healthDue = false;
 
-  function getJSON(url) {
-    return fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
-      .then(function (r) { return r.ok ? r.json() : null; })
-      .catch(function () { return null; });
-  }
+  function getJSON(url) { return window.deeprepo.getJSON(url); }  // static/js/poll.js
 
   function swapHeader(html) {
     var old = document.getElementById("run-status");
@@ -71,17 +67,16 @@
     return window.deeprepoCharts.refreshHealth();
   }
 
-  function schedule(final) {
-    if (final) { document.body.dataset.live = "stopped"; return; }
+  // Seconds to the next look (deeprepo.poll, static/js/poll.js; a hidden tab waits longer there).
+  function wait() {
     var poll = cfg.poll || { active: 2, idle: 5 };
     var quiet = !state.active && Date.now() - lastChange > QUIET_MS;
-    timer = setTimeout(tick, 1000 * (quiet || document.hidden ? poll.idle : poll.active));
+    return quiet ? poll.idle : poll.active;
   }
 
   function tick() {
-    timer = null;
-    getJSON(cfg.liveUrl).then(function (s) {
-      if (!s) { schedule(false); return; }
+    return getJSON(cfg.liveUrl).then(function (s) {
+      if (!s) return true;
       cfg.poll = s.poll;
       swapHeader(s.header);
       var now = Date.now(), work = [];
@@ -94,7 +89,11 @@
       if (s.final && healthDue) lastHealth = 0;
       work.push(maybeHealth(now));
       state = s;
-      Promise.all(work).then(function () { schedule(s.final); });
+      return Promise.all(work).then(function () {
+        if (!s.final) return true;
+        document.body.dataset.live = "stopped";
+        return false;
+      });
     });
   }
 
@@ -106,11 +105,7 @@
     if (!cfg.liveUrl || !state || state.final) return;
     after = state.last_step == null ? 0 : state.last_step;
     document.body.dataset.live = "polling";
-    schedule(false);
-    // A hidden tab polls slowly; coming back looks at once.
-    document.addEventListener("visibilitychange", function () {
-      if (!document.hidden && timer) { clearTimeout(timer); tick(); }
-    });
+    window.deeprepo.poll(tick, wait);
   }
 
   document.addEventListener("DOMContentLoaded", init);
