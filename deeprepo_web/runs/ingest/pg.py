@@ -84,7 +84,12 @@ def copy_binary(table: str, columns: Sequence[str]) -> Iterator[psycopg.Copy]:
     set_json_dumps(_json_as_is, context=cur)  # this cursor only: jsonb fields are JSON text already
     with cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
         copy.set_types(types)
-        yield copy
+        try:
+            yield copy
+        except OverflowError as exc:
+            # A number too big for its column: Postgres refused it as out of range in a text COPY;
+            # raised the same way here, so callers that name the bad record keep working.
+            raise psycopg.errors.NumericValueOutOfRange(f"{table}: a value does not fit its column ({exc})") from exc
 
 
 # COPY's binary format: a signature and flags, then per row a field count and per field its
