@@ -32,7 +32,8 @@ def test_verl_run_page_and_groups(browser_page: Any, live_server: Any, team: Any
     page.screenshot(path=f"{screenshot_dir}/verl_run.png", full_page=True)
 
     page.goto(f"{base}/groups/")
-    page.select_option("select[name=step]", "2")
+    page.fill("input[name=step]", "2")  # the step input (a run may have 100,000 steps: no <select>)
+    page.press("input[name=step]", "Enter")
     page.wait_for_url("**step=2**")
     wait_js(page, "document.querySelector('.tj-summary').textContent.includes('Step 2')")
     assert page.locator(".tj-group").count() == 3  # 3 prompts, 4 samples each, rebuilt by prompt

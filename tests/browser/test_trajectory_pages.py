@@ -91,7 +91,8 @@ def test_filter_rollouts_open_trajectory_expand_and_group(browser_page, live_ser
 
     # Groups page: pick a step, click a rollout chip, land on its trajectory.
     page.goto(f"{base}/groups/")
-    page.select_option("select[name=step]", "1")
+    page.fill("input[name=step]", "1")  # the step input (a run may have 100,000 steps: no <select>)
+    page.press("input[name=step]", "Enter")
     page.wait_for_url("**step=1**")
     wait_js(page, "document.querySelector('.tj-summary').textContent.includes('Step 1')")
     page.screenshot(path=f"{screenshot_dir}/groups.png", full_page=True)

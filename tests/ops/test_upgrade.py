@@ -83,6 +83,9 @@ def test_previous_release_database_upgrades(tmp_path, upgrade_db):
     assert sorted(after) == sorted(before) and len(before) == 1 + 2 * 2 + 2 * 3
     # Menus and panels may be added between releases; every number a page showed is still shown, in order.
     for page, text in before.items():
+        # Lists page by cursor now, with no page numbers, and a single page shows no pager: the old
+        # pagers' "Page 1 · 2 runs" and "page 1" are the texts that went on purpose.
+        text = re.sub(r"(← Previous )?\b[Pp]age \d+( · \d+ (run|rollout)s?)?( Next →)?", "", text)
         shown = iter(re.findall(r"\d+(?:\.\d+)?", after[page]))
         assert all(n in shown for n in re.findall(r"\d+(?:\.\d+)?", text)), page
     assert "before-a" in after["project"] and "before-b" in after["project"]
