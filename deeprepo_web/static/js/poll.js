@@ -61,7 +61,10 @@
     poll(function () {
       var el = part();
       if (!el || !window.htmx) { delete following[id]; return false; }
-      return window.htmx.ajax("GET", el.dataset.liveUrl, { target: "#" + CSS.escape(id), swap: "outerHTML" })
+      // The part is its own source, as an hx-get on it would be: htmx holds back a request while another
+      // from the same source is in flight (keeping only the last held), so parts sharing htmx's default
+      // source, the body, would crowd each other out on a page with several (the import page's jobs).
+      return window.htmx.ajax("GET", el.dataset.liveUrl, { source: el, target: el, swap: "outerHTML" })
         .then(function () {
           if (part()) return true;
           delete following[id];
