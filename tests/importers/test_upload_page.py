@@ -128,6 +128,7 @@ def test_large_upload_goes_to_celery(client, team, settings, django_capture_on_c
     test_celery_worker.py)."""
     from workers.celery import app
 
+    app.loader.import_default_modules()  # the tasks register as a worker's do (alone, nothing imported them)
     settings.DEEPREPO_IMPORT_INLINE_BYTES = 10
     app.conf.task_always_eager = True
     try:
