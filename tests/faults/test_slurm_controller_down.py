@@ -10,6 +10,7 @@ Real parts: the test Slurm cluster, a throwaway Redis, a real worker with beat.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,9 @@ def test_slurm_controller_down_then_back_reconciles_jobs(
             assert job.status == "running"  # the last status the cluster reported, not a guess
             assert "will keep trying" in job.error
             page = _page(viewer, job)
-            assert 'id="job-status">running<' in page and "cannot follow the job" in page
+            # the running badge carries its pulsing dot before the word
+            assert re.search(r'id="job-status">(<span class="live-dot"[^>]*></span>)?running<', page)
+            assert "cannot follow the job" in page
             assert "cluster unreachable" in page  # in the timeline
         wait_for(lambda: (work / "ok.json").exists() and (work / "bad.json").exists(), timeout=15,
                  what="the jobs to run on without a controller")
