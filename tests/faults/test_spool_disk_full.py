@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import subprocess
 import uuid
 
@@ -15,6 +16,7 @@ from deeprepo_client.cli import main as cli_main
 from deeprepo_client.spool import SpoolError
 from deeprepo_web.runs.models import Rollout
 from tests.factories import rollout
+from tests.gunicorn import free_port, gunicorn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,7 +32,7 @@ def tiny_disk(tmp_path):
     subprocess.run(["umount", "-l", str(path)], check=False)
 
 
-def test_full_spool_disk_gives_a_clear_error_and_a_valid_spool(live_server, team, tiny_disk, monkeypatch):
+def test_full_spool_disk_gives_a_clear_error_and_a_valid_spool(team, tiny_disk, monkeypatch):
     monkeypatch.setenv("DEEPREPO_MODE", "offline")
     run = deeprepo_client.init(name="disk-full", spool_dir=tiny_disk)
     kept = 0
@@ -43,6 +45,14 @@ def test_full_spool_disk_gives_a_clear_error_and_a_valid_spool(live_server, team
     segments = sorted((tiny_disk / run.local_id).glob("ops*.jsonl"))
     assert segments and all(p.read_bytes().endswith(b"\n") for p in segments)  # the torn write was cut back
     os.system(f"mount -o remount,size=4m {tiny_disk}")  # the user frees some space
-    assert cli_main(["--url", live_server.url, "--api-key", team.key, "sync", str(tiny_disk)]) == 0
+    # A gunicorn of its own: late in the full suite, the shared in-process live server accepted the
+    # sync's first request and never answered it (no handler thread; seen twice in CI).
+    port = free_port()
+    server = gunicorn(port, workers=1)
+    try:
+        assert cli_main(["--url", f"http://127.0.0.1:{port}", "--api-key", team.key, "sync", str(tiny_disk)]) == 0
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
     assert Rollout.objects.filter(run__name="disk-full").count() == kept
     atexit.unregister(run._atexit)  # the test left it unfinished on purpose
