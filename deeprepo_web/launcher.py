@@ -132,11 +132,12 @@ def main() -> int:
             time.sleep(0.5)
     finally:
         # One signal each, all at once (waiting in turn outlasts make's patience on a busy machine):
-        # gunicorn's quick SIGINT, and SIGTERM's warm shutdown for beat and the worker, which lets
-        # running tasks finish while the database is still up.
-        for name, proc in procs:
+        # SIGTERM everywhere. gunicorn's graceful stop answers the requests in flight (the demo job
+        # logs until it is stopped below; its quick SIGINT exited mid-request with a traceback), and
+        # beat and the worker's warm shutdown lets running tasks finish while the database is up.
+        for _, proc in procs:
             if proc.poll() is None:
-                proc.send_signal(signal.SIGINT if name == "web" else signal.SIGTERM)
+                proc.send_signal(signal.SIGTERM)
         for _, proc in procs:
             try:
                 proc.wait(timeout=20)
