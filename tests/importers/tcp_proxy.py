@@ -64,6 +64,10 @@ class FlakyProxy:
             s.close()
 
     def close(self, *exc: Any) -> None:
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept(): close() alone leaves it listening
+        except OSError:
+            pass
         self.listener.close()
         with self.lock:
             for s in self.sockets:
