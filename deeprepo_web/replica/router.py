@@ -1,5 +1,6 @@
 """The database router installed with a replica: reads go to it only inside a page request that
-middleware.py marked, that has not written yet, and while the replica is alive and close behind."""
+middleware.py marked, that has not written yet, and while the replica is alive and close behind.
+`read_alias` is that decision for code that reads through a raw cursor (search's SQL)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,18 @@ from deeprepo_web.replica.health import REPLICA, replica_state
 may_read_replica: ContextVar[bool] = ContextVar("may_read_replica", default=False)
 
 
+def read_alias() -> str:
+    """The database a read made now goes to: the replica or "default" (always "default" without one)."""
+    # Inside a transaction on the primary, reads belong to it (they may be followed by its writes).
+    if may_read_replica.get() and not connections["default"].in_atomic_block and replica_state().serves_reads:
+        return REPLICA
+    return "default"
+
+
 class ReplicaRouter:
     def db_for_read(self, model: type, **hints: Any) -> str:
         # Always a name: returning None would let Django follow an instance that came from the replica.
-        # Inside a transaction on the primary, reads belong to it (they may be followed by its writes).
-        if may_read_replica.get() and not connections["default"].in_atomic_block and replica_state().serves_reads:
-            return REPLICA
-        return "default"
+        return read_alias()
 
     def db_for_write(self, model: type, **hints: Any) -> str:
         may_read_replica.set(False)  # the rest of this request reads what it just wrote

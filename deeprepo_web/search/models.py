@@ -23,6 +23,9 @@ class Doc(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["rollout_id"], name="search_doc_rollout"),
+            # A run's deletion and its confirmation's count find its documents here, not by a scan of
+            # every run's (0003). Few distinct values: btree deduplication keeps it small (docs/scale.md).
+            models.Index(fields=["run_id"], name="search_doc_run"),
             # Two GIN indexes over the body, made by migrations, no stored tsvector: search_doc_tsv on
             # texts.fts(body) (0002), and search_doc_trgm (body gin_trgm_ops, 0001) where pg_trgm
             # exists: the embedded Postgres of `make run` has none; substring and regex scan there.

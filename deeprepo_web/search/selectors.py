@@ -1,5 +1,9 @@
 """Search reads: one page of matching rollouts with snippets, counts per run and step, and every
-matching rollout id for bulk labels and exports (a server-side cursor, never a list in memory)."""
+matching rollout id for bulk labels and exports (a server-side cursor, never a list in memory).
+
+A page's SQL reads where the replica router would send the ORM (`replica.router.read_alias`): the
+replica inside a page request while it is alive and close behind, else the primary. The id stream of
+bulk labels and exports stays on the primary (a POST, or a server-side cursor behind PgBouncer)."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import DataError, connection, transaction
+from django.db import DataError, connections, transaction
 from django.db.utils import OperationalError
 from django.utils.safestring import SafeString
 
@@ -16,6 +20,7 @@ from deeprepo_web.accounts.models import Project
 from deeprepo_web.front.paging import KeysetPage, cursor_decode, cursor_encode, id_key, page_around
 from deeprepo_web.labels.models import Label
 from deeprepo_web.ops.pg import streaming_cursor
+from deeprepo_web.replica.router import read_alias
 from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
 from deeprepo_web.search import sql as S
 from deeprepo_web.search.snippets import find, pattern_for, snippet_html, snippet_text
@@ -133,8 +138,9 @@ def _walk(spec: SearchSpec) -> bool:
 
 
 def _run(sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
+    alias = read_alias()
     try:
-        with transaction.atomic(), connection.cursor() as cur:
+        with transaction.atomic(using=alias), connections[alias].cursor() as cur:
             cur.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
             # Parallel workers cost more to start than these bounded queries take (2 busy cores).
             cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")

@@ -2,7 +2,7 @@
 (git commit TODAYS_SCHEMA: search_doc with a stored tsvector and an id) makes and fills its schema
 through its own API and indexer; today's `migrate` rewrites search_doc without them and builds the
 words index over the bodies; every search finds the same rollouts as before, and text logged after
-the upgrade is indexed and found."""
+the upgrade is indexed and found. Migration 0003 then adds the index a run's deletion reads by."""
 
 from __future__ import annotations
 
@@ -93,6 +93,9 @@ def test_a_filled_database_moves_from_the_search_copy_to_expression_indexes(tmp_
     assert _one(COLUMNS) == "src,obj,rollout_id,run_id,turn_index,body"
     assert _one("SELECT count(*) FROM search_doc") == docs  # every document carried over
     assert "to_tsvector" in str(_one("SELECT indexdef FROM pg_indexes WHERE indexname = 'search_doc_tsv'"))
+    # 0003: a run's documents found by an index (built concurrently, so it must have come out valid).
+    assert "Applying search.0003_doc_run_index" in out
+    assert _one("SELECT indisvalid FROM pg_index WHERE indexrelid = 'search_doc_run'::regclass") is True
     after = _search(REPO, data, QUERIES)
     assert after == before
 

@@ -130,3 +130,37 @@ def test_a_dead_replica_falls_back_to_the_primary(pair: Pair, web: Web):
     finally:
         pair.replica.start()
     _poll(lambda: _keep_days(reader, web)[1] == "serving", "reads back on the restarted replica")
+
+
+def _search_found(session, web: Web, q: str) -> tuple[int, int]:
+    """(rollouts the search page lists, rollouts the search API answers) for `q`, as the session's user."""
+    page = session.get(web.base + reverse("search", args=[SLUG]), params={"q": q}, timeout=60)
+    assert page.status_code == 200, page.text[:300]
+    api = session.get(f"{web.base}/api/v1/projects/{SLUG}/search", params={"q": q}, timeout=60)
+    assert api.status_code == 200, api.text[:300]
+    return page.text.count('<li class="search-result card">'), len(api.json()["results"])
+
+
+def test_search_reads_from_the_replica_and_falls_back_to_the_primary(pair: Pair, web: Web):
+    # One turn's document says "okapi" on both servers; then, with replay paused, only on the replica.
+    turn = (f"src = 'turn' AND obj = (SELECT min(obj) FROM search_doc WHERE src = 'turn' "
+            f"AND rollout_id = {pair.ids['rollout']})")
+    pair.sql(pair.primary, f"UPDATE search_doc SET body = body || ' okapi' WHERE {turn}")
+    reader = _reader(pair, web)
+    assert _search_found(reader, web, "okapi") == (1, 1)
+    _paused(pair, True)
+    try:
+        pair.sql(pair.primary, f"UPDATE search_doc SET body = replace(body, ' okapi', '') WHERE {turn}")
+        # A writer's reads stay on the primary, which no longer has it: the observable is honest.
+        assert _search_found(web.login("writer"), web, "okapi") == (0, 0)
+        # The reader's search SQL (the page's and the API's) ran on the replica.
+        assert _search_found(reader, web, "okapi") == (1, 1)
+        pair.replica.stop("immediate")
+        try:
+            _poll(lambda: _search_found(reader, web, "okapi") == (0, 0), "search leaving a dead replica")
+        finally:
+            pair.replica.start()  # replay is no longer paused after a restart
+    finally:
+        _paused(pair, False)
+    _poll(lambda: _keep_days(reader, web)[1] == "serving", "reads back on the restarted replica")
+    _poll(lambda: _search_found(reader, web, "okapi") == (0, 0), "the replica replaying the change")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db import connection
+
 from deeprepo_web.judge.models import JudgeJob, Verdict
 from deeprepo_web.labels.models import Mark
 from deeprepo_web.labels.services import label_create, mark_create
@@ -26,3 +28,14 @@ def test_run_delete_takes_marks_verdicts_and_docs(team, corpus):
     assert not Verdict.objects.exists()
     assert not Doc.objects.filter(run_id=run_pk).exists()
     assert Doc.objects.filter(run_id=corpus.other_run.pk).exists()
+
+
+def test_a_runs_documents_are_found_through_an_index(corpus):
+    """The deletion's delete and the confirmation's count read the run's documents by search_doc_run,
+    not by a scan of every run's (a table this small is scanned anyway unless the planner is told not to)."""
+    with connection.cursor() as cur:
+        cur.execute("SET LOCAL enable_seqscan = off")
+        plan = Doc.objects.filter(run_id=corpus.run.pk).explain()
+        cur.execute("EXPLAIN DELETE FROM search_doc WHERE run_id = %s", [corpus.run.pk])
+        delete_plan = "\n".join(row[0] for row in cur.fetchall())
+    assert "search_doc_run" in plan and "search_doc_run" in delete_plan, (plan, delete_plan)
