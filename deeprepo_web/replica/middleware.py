@@ -12,6 +12,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
+from deeprepo_web.replica.health import replica_state
 from deeprepo_web.replica.router import may_read_replica
 
 COOKIE = "deeprepo_wrote"
@@ -31,12 +32,21 @@ class ReplicaReadsMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        token = may_read_replica.set(request.method in SAFE and not _wrote_recently(request))
-        try:
-            response = self.get_response(request)
-        finally:
-            may_read_replica.reset(token)
+        replica_ok = request.method in SAFE and not _wrote_recently(request)
+        response = self._respond(request, replica_ok)
+        if (replica_ok and response.status_code == 500 and replica_state().configured
+                and not replica_state(fresh=True).serves_reads):
+            # The replica died since its last probe (up to DEEPREPO_REPLICA_CHECK_SECONDS ago) and this
+            # read failed on it: a safe request is answered again from the primary instead of a 500.
+            response = self._respond(request, False)
         if request.method not in SAFE:
             response.set_cookie(COOKIE, f"{time.time():.3f}", max_age=settings.DEEPREPO_READ_YOUR_WRITES_SECONDS,
                                 httponly=True, samesite="Lax", secure=settings.SESSION_COOKIE_SECURE)
         return response
+
+    def _respond(self, request: HttpRequest, replica_ok: bool) -> HttpResponse:
+        token = may_read_replica.set(replica_ok)
+        try:
+            return self.get_response(request)
+        finally:
+            may_read_replica.reset(token)

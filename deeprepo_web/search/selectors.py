@@ -8,6 +8,7 @@ bulk labels and exports stays on the primary (a POST, or a server-side cursor be
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from deeprepo_web.accounts.models import Project
 from deeprepo_web.front.paging import KeysetPage, cursor_decode, cursor_encode, id_key, page_around
 from deeprepo_web.labels.models import Label
 from deeprepo_web.ops.pg import streaming_cursor
+from deeprepo_web.replica.health import replica_state
 from deeprepo_web.replica.router import read_alias
 from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
 from deeprepo_web.search import sql as S
@@ -30,9 +32,15 @@ PAGE_TIMEOUT_MS = 10_000
 COUNTS_TIMEOUT_MS = 20_000
 SNIPPETS_PER_ROLLOUT = 3
 
+log = logging.getLogger(__name__)
+
 
 class SearchFailed(Exception):
     """A search Postgres refused (a bad regular expression) or gave up on (too slow): one line for the user."""
+
+    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 @dataclass
@@ -132,25 +140,45 @@ def _walk(spec: SearchSpec) -> bool:
     try:
         return bool(_run(sql, params, COUNT_MS)[0][0] >= WALK_AFTER_HITS)
     except SearchFailed as exc:
-        if not isinstance(exc.__cause__, OperationalError):
+        if not exc.timed_out:
             raise
         return True
+
+
+def _query(alias: str, sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
+    with transaction.atomic(using=alias), connections[alias].cursor() as cur:
+        cur.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
+        # Parallel workers cost more to start than these bounded queries take (2 busy cores).
+        cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        cur.execute(sql, params)
+        return list(cur.fetchall())
+
+
+def _timed_out(exc: OperationalError) -> bool:
+    return getattr(exc.__cause__, "sqlstate", None) == "57014"  # query_canceled: our statement_timeout
 
 
 def _run(sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
     alias = read_alias()
     try:
-        with transaction.atomic(using=alias), connections[alias].cursor() as cur:
-            cur.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
-            # Parallel workers cost more to start than these bounded queries take (2 busy cores).
-            cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-            cur.execute(sql, params)
-            return list(cur.fetchall())
+        try:
+            return _query(alias, sql, params, timeout_ms)
+        except OperationalError as exc:
+            if alias == "default" or _timed_out(exc):
+                raise
+            # The replica died since its last probe, or cancelled the query to replay the primary's
+            # changes: the primary answers, and the next read probes the replica again.
+            log.warning("search on the read replica failed, asking the primary: %s", exc)
+            connections[alias].close()
+            replica_state(fresh=True)
+            return _query("default", sql, params, timeout_ms)
     except DataError as exc:  # invalid regular expression, bad tsquery
         raise SearchFailed(f"the database refused the search: {str(exc).splitlines()[0]}") from exc
-    except OperationalError as exc:  # statement timeout
-        raise SearchFailed(f"the search took longer than {timeout_ms / 1000:g} s; narrow it (a run, steps, "
-                           "a rarer phrase)") from exc
+    except OperationalError as exc:
+        if _timed_out(exc):
+            raise SearchFailed(f"the search took longer than {timeout_ms / 1000:g} s; narrow it (a run, steps, "
+                               "a rarer phrase)", timed_out=True) from exc
+        raise SearchFailed(f"the database could not answer the search: {str(exc).strip().splitlines()[0]}") from exc
 
 
 def _page_rows(scope: Scope, spec: SearchSpec, window: list[int], beyond: int | None = None,
@@ -160,7 +188,7 @@ def _page_rows(scope: Scope, spec: SearchSpec, window: list[int], beyond: int | 
     try:
         return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], GUESS_MS if spec.q else PAGE_TIMEOUT_MS)
     except SearchFailed as exc:
-        if not spec.q or not isinstance(exc.__cause__, OperationalError):
+        if not spec.q or not exc.timed_out:
             raise
     # The count's guess was wrong (or the page is deep): the other way gets the rest of the time.
     sql, params = _matches_sql(scope, spec, walk=not walk, beyond=beyond, backward=backward)

@@ -111,13 +111,13 @@ class Web:
         return s
 
 
-def start_web(pair: Pair, **settings: str) -> Web:
-    """gunicorn with two worker processes: DATABASE_URL through PgBouncer, page reads from the replica."""
+def start_web(pair: Pair, workers: int = 2, **settings: str) -> Web:
+    """gunicorn (two worker processes unless told): DATABASE_URL through PgBouncer, page reads from the replica."""
     port = free_port()
     env = _env(pair.bouncer.url(DB), pair.data_dir, DEEPREPO_PGBOUNCER="1",
                DEEPREPO_REPLICA_URL=f"postgres://postgres@127.0.0.1:{pair.replica.port}/{DB}", **settings)
     proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "deeprepo_web.wsgi", "-b", f"127.0.0.1:{port}",
-                             "-w", "2", "--log-level", "warning", "--timeout", "120"], cwd=REPO, env=env,
+                             "-w", str(workers), "--log-level", "warning", "--timeout", "120"], cwd=REPO, env=env,
                             start_new_session=True)
     web = Web(base=f"http://127.0.0.1:{port}", proc=proc)
 

@@ -164,3 +164,26 @@ def test_search_reads_from_the_replica_and_falls_back_to_the_primary(pair: Pair,
         _paused(pair, False)
     _poll(lambda: _keep_days(reader, web)[1] == "serving", "reads back on the restarted replica")
     _poll(lambda: _search_found(reader, web, "okapi") == (0, 0), "the replica replaying the change")
+
+
+def test_a_replica_dying_between_probes_costs_no_page(pair: Pair):
+    turn = (f"src = 'turn' AND obj = (SELECT min(obj) FROM search_doc WHERE src = 'turn' "
+            f"AND rollout_id = {pair.ids['rollout']})")
+    pair.sql(pair.primary, f"UPDATE search_doc SET body = body || ' quokka' WHERE {turn}")
+    # Probed once an hour, so the one worker still believes in the replica after it is gone.
+    web = start_web(pair, workers=1, DEEPREPO_REPLICA_MAX_LAG_SECONDS="600", DEEPREPO_REPLICA_CHECK_SECONDS="3600",
+                    DEEPREPO_READ_YOUR_WRITES_SECONDS="4200")
+    try:
+        reader = _reader(pair, web)
+        assert _keep_days(reader, web)[1] == "serving"
+        pair.replica.stop("immediate")
+        try:
+            page = reader.get(web.base + reverse("project", args=[SLUG]), timeout=60)
+            assert page.status_code == 200 and "replica-run" in page.text
+            assert _search_found(reader, web, "quokka") == (1, 1)
+            assert _keep_days(reader, web)[1] == "primary"
+        finally:
+            pair.replica.start()
+    finally:
+        stop_web(web)
+        pair.sql(pair.primary, f"UPDATE search_doc SET body = replace(body, ' quokka', '') WHERE {turn}")
