@@ -6,6 +6,7 @@ query that is already scoped to what the reader may see, so a changed one can mo
 never widen it. One that does not decode, names another order or carries values of the wrong type
 is a `BadCursor` (400 with its message: `front.middleware` for pages, `api_root` for the API).
 Deep pages cost what the first one does: the database seeks to the key through the sort's index.
+The one OFFSET, `offset_page`, answers the API's old numbered paging for clients that still send it.
 """
 
 from __future__ import annotations
@@ -187,6 +188,14 @@ def keyset_page(qs: QuerySet[Any], *, keys: list[SortKey], order: str, cursor: s
     rows = list(qs.order_by(*(k.order() for k in walk))[: per_page + 1])
     return page_around(rows, per_page=per_page, forward=forward, from_cursor=values is not None,
                        cursor_of=lambda row, ahead: cursor_at(row, keys=keys, order=order, forward=ahead))
+
+
+def offset_page(qs: QuerySet[Any], *, keys: list[SortKey], order: str, offset: int, per_page: int) -> KeysetPage[Any]:
+    """The API's old numbered paging, still answered for clients that send it: per_page rows from
+    `offset` (an OFFSET, so slow deep), their next_cursor set so such a client can go on by cursor."""
+    rows = list(qs.order_by(*(k.order() for k in keys))[offset : offset + per_page + 1])
+    following = cursor_at(rows[per_page - 1], keys=keys, order=order) if len(rows) > per_page else ""
+    return KeysetPage(rows=rows[:per_page], next_cursor=following, prev_cursor="", at_start=False)
 
 
 def list_after(items: list[T], *, key: Any, cursor: str, order: str, kind: str, per_page: int) -> KeysetPage[T]:
