@@ -211,8 +211,8 @@ def list_after(items: list[T], *, key: Any, cursor: str, order: str, kind: str, 
                        cursor_of=lambda item, ahead: cursor_encode(order=order, forward=ahead, values=[key(item)]))
 
 
-def cursor_param(request: HttpRequest, name: str = "cursor") -> str:
-    return request.GET.get(name, "").strip()
+def cursor_param(request: HttpRequest) -> str:
+    return request.GET.get("cursor", "").strip()
 
 
 @dataclass
@@ -224,21 +224,20 @@ class Pager:
     prev_url: str
     next_url: str
     shown: int  # rows on this page
-    noun: str  # "run", "rollout"…; pluralised by the template
-    plural: str
+    noun: str  # "run", "rollout"…
+    plural: str  # the noun with an s: every list's noun takes one
     load_via: str = ""  # a stable element's id the links load through (htmx, app.js), "" for plain links
 
 
-def pager_for(request: HttpRequest, page: KeysetPage[Any], *, label: str, noun: str, plural: str = "",
-              load_via: str = "", param: str = "cursor") -> Pager:
+def pager_for(request: HttpRequest, page: KeysetPage[Any], *, label: str, noun: str, load_via: str = "") -> Pager:
     """The pager of `page`: this URL with its cursor (and any old `page=`) replaced."""
 
     def url(cursor: str) -> str:
         query = request.GET.copy()
         query.pop("page", None)
-        query.pop(param, None)
+        query.pop("cursor", None)
         if cursor:
-            query[param] = cursor
+            query["cursor"] = cursor
         text = query.urlencode()
         return f"{request.path}?{text}" if text else request.path
 
@@ -249,6 +248,6 @@ def pager_for(request: HttpRequest, page: KeysetPage[Any], *, label: str, noun: 
         next_url=url(page.next_cursor) if page.next_cursor else "",
         shown=len(page.rows),
         noun=noun,
-        plural=plural or f"{noun}s",
+        plural=f"{noun}s",
         load_via=load_via,
     )
