@@ -19,7 +19,7 @@ from deeprepo_web.api.auth import ingest_auth, read_auth
 from deeprepo_web.api.schemas import Iso
 from deeprepo_web.artifacts import services
 from deeprepo_web.artifacts.models import Artifact
-from deeprepo_web.front.paging import cursor_at, keyset_page, newest_first
+from deeprepo_web.front.paging import keyset_page, newest_first, offset_page
 from deeprepo_web.runs.access import run_for
 from deeprepo_web.runs.models import Run
 
@@ -89,10 +89,9 @@ def artifact_list(request: HttpRequest, run_id: str, limit: int = 100, cursor: s
     limit = max(1, min(limit, 1000))
     rows = Artifact.objects.filter(run=run)
     if offset > 0 and not cursor:
-        found = list(rows.order_by("-created_at", "-pk")[offset : offset + limit + 1])
-        following = cursor_at(found[limit - 1], keys=newest_first(), order="artifacts") if len(found) > limit else ""
-        return {"artifacts": found[:limit], "has_next": bool(following), "next_cursor": following or None}
-    page = keyset_page(rows, keys=newest_first(), order="artifacts", cursor=cursor, per_page=limit)
+        page = offset_page(rows, keys=newest_first(), order="artifacts", offset=offset, per_page=limit)
+    else:
+        page = keyset_page(rows, keys=newest_first(), order="artifacts", cursor=cursor, per_page=limit)
     return {"artifacts": page.rows, "has_next": bool(page.next_cursor), "next_cursor": page.next_cursor or None}
 
 

@@ -20,7 +20,7 @@ from django.utils.text import Truncator
 from deeprepo_web.explorer.columns import TABLE, config_value
 from deeprepo_web.explorer.selectors import RunReward
 from deeprepo_web.explorer.templatetags import explorer_format
-from deeprepo_web.front.badges import status_badge
+from deeprepo_web.front.badges import run_badge
 from deeprepo_web.labels.selectors import RunLabelCount
 from deeprepo_web.labels.templatetags.label_tags import text_colour
 from deeprepo_web.runs.models import Run
@@ -98,8 +98,7 @@ def run_row_html(run: Run, *, url: str, reward: RunReward | None, group_key: str
         if run.checkpoint_step is not None else "",
         notes=format_html('<div class="notes muted">{}</div>', clip(run.notes, 100)) if run.notes else "",
         kind=run.kind,
-        # A run the worker is deleting says so until it is gone (runs.deletion).
-        status=status_badge("deleting" if run.deletion_requested_at else run.status),
+        status=run_badge(run),
         model=run.model,
         model_shown=run.model or "—",
         environment=run.environment,

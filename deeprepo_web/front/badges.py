@@ -1,12 +1,15 @@
 """The status badge: one markup, one set of colours and one wording for every state a page shows.
 
 Runs, jobs, trials, sweeps, imports, judge jobs, artifacts, keys, share links and cluster checks all
-say their state through `status_badge` (templates: `{% load status %}{% status_badge x.status %}`).
+say their state through `status_badge` (templates: `{% load status %}{% status_badge x.status %}`);
+a run's through `run_badge` (`{% run_badge run %}`), which also says "deleting".
 The colour comes from the state's tone, so a new state needs one line here and no CSS; the
 `status-<state>` class stays as a hook for scripts and tests that look for one state.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -39,3 +42,7 @@ def status_badge(state: str, text: str = "", *, element_id: str = "", title: str
         dot=_DOT if tone == "live" else "", text=text or state,
     )
 
+
+def run_badge(run: Any, *, element_id: str = "") -> SafeString:
+    """A run's badge: "deleting" while the worker deletes it (runs.deletion), else its status."""
+    return status_badge("deleting" if run.deletion_requested_at else run.status, element_id=element_id)

@@ -6,6 +6,7 @@ query that is already scoped to what the reader may see, so a changed one can mo
 never widen it. One that does not decode, names another order or carries values of the wrong type
 is a `BadCursor` (400 with its message: `front.middleware` for pages, `api_root` for the API).
 Deep pages cost what the first one does: the database seeks to the key through the sort's index.
+The one OFFSET, `offset_page`, answers the API's old numbered paging for clients that still send it.
 """
 
 from __future__ import annotations
@@ -189,6 +190,14 @@ def keyset_page(qs: QuerySet[Any], *, keys: list[SortKey], order: str, cursor: s
                        cursor_of=lambda row, ahead: cursor_at(row, keys=keys, order=order, forward=ahead))
 
 
+def offset_page(qs: QuerySet[Any], *, keys: list[SortKey], order: str, offset: int, per_page: int) -> KeysetPage[Any]:
+    """The API's old numbered paging, still answered for clients that send it: per_page rows from
+    `offset` (an OFFSET, so slow deep), their next_cursor set so such a client can go on by cursor."""
+    rows = list(qs.order_by(*(k.order() for k in keys))[offset : offset + per_page + 1])
+    following = cursor_at(rows[per_page - 1], keys=keys, order=order) if len(rows) > per_page else ""
+    return KeysetPage(rows=rows[:per_page], next_cursor=following, prev_cursor="", at_start=False)
+
+
 def list_after(items: list[T], *, key: Any, cursor: str, order: str, kind: str, per_page: int) -> KeysetPage[T]:
     """The same paging over a list already in memory, sorted ascending by a unique `key(item)`."""
     forward, values = cursor_decode(cursor, order=order, keys=[SortKey("k", kind)]) if cursor else (True, None)
@@ -202,8 +211,8 @@ def list_after(items: list[T], *, key: Any, cursor: str, order: str, kind: str, 
                        cursor_of=lambda item, ahead: cursor_encode(order=order, forward=ahead, values=[key(item)]))
 
 
-def cursor_param(request: HttpRequest, name: str = "cursor") -> str:
-    return request.GET.get(name, "").strip()
+def cursor_param(request: HttpRequest) -> str:
+    return request.GET.get("cursor", "").strip()
 
 
 @dataclass
@@ -215,21 +224,20 @@ class Pager:
     prev_url: str
     next_url: str
     shown: int  # rows on this page
-    noun: str  # "run", "rollout"…; pluralised by the template
-    plural: str
+    noun: str  # "run", "rollout"…
+    plural: str  # the noun with an s: every list's noun takes one
     load_via: str = ""  # a stable element's id the links load through (htmx, app.js), "" for plain links
 
 
-def pager_for(request: HttpRequest, page: KeysetPage[Any], *, label: str, noun: str, plural: str = "",
-              load_via: str = "", param: str = "cursor") -> Pager:
+def pager_for(request: HttpRequest, page: KeysetPage[Any], *, label: str, noun: str, load_via: str = "") -> Pager:
     """The pager of `page`: this URL with its cursor (and any old `page=`) replaced."""
 
     def url(cursor: str) -> str:
         query = request.GET.copy()
         query.pop("page", None)
-        query.pop(param, None)
+        query.pop("cursor", None)
         if cursor:
-            query[param] = cursor
+            query["cursor"] = cursor
         text = query.urlencode()
         return f"{request.path}?{text}" if text else request.path
 
@@ -240,6 +248,6 @@ def pager_for(request: HttpRequest, page: KeysetPage[Any], *, label: str, noun: 
         next_url=url(page.next_cursor) if page.next_cursor else "",
         shown=len(page.rows),
         noun=noun,
-        plural=plural or f"{noun}s",
+        plural=f"{noun}s",
         load_via=load_via,
     )

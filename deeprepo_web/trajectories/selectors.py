@@ -10,7 +10,7 @@ from django.db.models import Avg, Count, F, Q
 from django.db.models.functions import Coalesce
 
 from deeprepo_web.analysis.grpo import DeadRule, GroupStats, group_stats
-from deeprepo_web.front.paging import KeysetPage, SortKey, cursor_at, id_key, keyset_page, list_after
+from deeprepo_web.front.paging import KeysetPage, SortKey, id_key, keyset_page, list_after, offset_page
 from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
 from deeprepo_web.runs.selectors import reward_bounds
 
@@ -98,10 +98,7 @@ def rollout_page(
         qs = qs.annotate(total_tokens=Coalesce("input_tokens", 0) + Coalesce("output_tokens", 0))
     qs = qs.select_related("example").defer("final_answer", "example__prompt", "example__oracle", "example__info")
     if page is not None and page > 1 and not cursor:
-        start = (page - 1) * per_page
-        rows = list(qs.order_by(*(k.order() for k in keys))[start : start + per_page + 1])
-        following = cursor_at(rows[per_page - 1], keys=keys, order=order) if len(rows) > per_page else ""
-        return KeysetPage(rows=rows[:per_page], next_cursor=following, prev_cursor="", at_start=False)
+        return offset_page(qs, keys=keys, order=order, offset=(page - 1) * per_page, per_page=per_page)
     return keyset_page(qs, keys=keys, order=order, cursor=cursor, per_page=per_page)
 
 

@@ -19,5 +19,4 @@ def status_badge(state: Any, text: Any = "", element_id: str = "", title: Any = 
 
 @register.simple_tag
 def run_badge(run: Any, element_id: str = "") -> SafeString:
-    state = "deleting" if run.deletion_requested_at else run.status
-    return badges.status_badge(state, element_id=element_id)
+    return badges.run_badge(run, element_id=element_id)

@@ -51,17 +51,23 @@
     }
   }
 
+  // The box the table is written into, the same for both controls.
+  function numbersBox(title) {
+    var box = document.createElement("div");
+    box.className = "numbers-box";
+    box.tabIndex = 0;  // a scrolling box: the keyboard scrolls it once focused
+    box.setAttribute("role", "region");
+    box.setAttribute("aria-label", "Numbers of " + (title || "the chart"));
+    return box;
+  }
+
   // Adds the control after `anchor`; `read()` gives the numbers when asked. Returns the <details>,
   // whose refresh() rewrites an open table.
   function attach(anchor, read) {
     var details = document.createElement("details");
     details.className = "chart-numbers";
     details.appendChild(cell("summary", "Show numbers"));
-    var box = document.createElement("div");
-    box.className = "numbers-box";
-    box.tabIndex = 0;  // a scrolling box: the keyboard scrolls it once focused
-    box.setAttribute("role", "region");
-    box.setAttribute("aria-label", "Numbers of the chart");
+    var box = numbersBox();
     details.appendChild(box);
     details.refresh = function () { if (details.open) fill(box, read()); };
     details.addEventListener("toggle", details.refresh);
@@ -75,13 +81,9 @@
   // refresh() rewrites an open table.
   var boxes = 0;
   function toggle(head, anchor, read, title) {
-    var box = document.createElement("div");
-    box.className = "numbers-box";
+    var box = numbersBox(title);
     box.id = "chart-numbers-" + (++boxes);
     box.hidden = true;
-    box.tabIndex = 0;
-    box.setAttribute("role", "region");
-    box.setAttribute("aria-label", "Numbers of " + (title || "the chart"));
     var button = cell("button", "Show numbers");
     button.type = "button";
     button.className = "numbers-toggle";
@@ -110,5 +112,5 @@
     return { title: title, columns: used.map(function (s) { return labels[s]; }), rows: rows };
   }
 
-  window.deeprepoNumbers = { attach: attach, toggle: toggle, fromColumns: fromColumns, number: number };
+  window.deeprepoNumbers = { attach: attach, toggle: toggle, fromColumns: fromColumns };
 })();

@@ -167,13 +167,10 @@
         return [range[0] == null ? lo : range[0], range[1] == null ? hi : range[1]];
       };
     } else if (!chart.log) {
-      y.range = flatSafeRange;
+      y.range = window.deeprepoFlatSafeRange;  // a flat line gets a small range, not 0–100 (chart-range.js)
     }
     return y;
   }
-
-  // A flat line gets a small range, not 0–100 (chart-range.js: compare's curves share the rule).
-  function flatSafeRange(u, lo, hi) { return window.deeprepoFlatSafeRange(u, lo, hi); }
 
   function clipRange(data) {
     var all = [];
