@@ -62,7 +62,7 @@ def test_a_new_rollout_changes_the_answer(client: Any, team: Any) -> None:
 
 def test_a_rebuild_in_place_changes_the_answer(team: Any, django_capture_on_commit_callbacks: Any) -> None:
     """A rollout rebuilt under the same id (OTLP, MLflow traces) keeps the newest id: the rebuild
-    signal moves the run's cache generation on, so the next read computes again."""
+    moves the run's updated_at, so the next read computes again."""
     from deeprepo_web.explorer.health import grpo_health_cached
     from deeprepo_web.runs.ingest.replace import rollouts_replace
 
