@@ -9,7 +9,7 @@ from django.core.cache import cache
 from django.db import connection
 
 from deeprepo_web.analysis.grpo import DeadRule
-from deeprepo_web.runs.models import Rollout, Run
+from deeprepo_web.runs.models import Run
 from deeprepo_web.runs.selectors import finite_or_none, reward_bounds
 
 HEALTH_MAX_STEPS = 5000
@@ -108,35 +108,28 @@ def grpo_health(*, run: Run, max_steps: int = HEALTH_MAX_STEPS,
     return out
 
 
-
 # An open run page asks every few seconds; the answer only changes with the run's rollouts. Kept a
-# day: a key that no longer matches (a newer rollout) just ages out.
+# day: a key that no longer matches (a newer rollout, a rewrite) just ages out.
 HEALTH_CACHE_SECONDS = 24 * 3600
 
-
-def _generation_key(run_id: int) -> str:
-    return f"grpo-health-gen:{run_id}"
+# The state of a run's rollouts in one index read: the newest rollout id and the run's updated_at.
+_STATE_SQL = ("SELECT (SELECT max(id) FROM runs_rollout WHERE run_id = %(run)s), updated_at "
+              "FROM runs_run WHERE id = %(run)s")
 
 
 def grpo_health_cached(*, run: Run, max_steps: int = HEALTH_MAX_STEPS) -> dict[str, Any]:
     """`grpo_health` as a dict, computed once per state of the run's rollouts: the key is the newest
-    rollout id (ingest only appends), the reward range (it sets the dead-group rule) and a generation
-    that `rollouts_rebuilt` bumps (a rebuild keeps ids). A hit costs two index reads, no rescan."""
+    rollout id (ingest appends), the reward range (it sets the dead-group rule) and the run's
+    updated_at, which `runs.services.runs_rewritten` moves when rollouts change in place (a rebuild,
+    rewards attached by an import keep every id). A hit costs two index reads, no rescan."""
     bounds = reward_bounds(run=run)
-    newest = Rollout.objects.filter(run=run).order_by("-id").values_list("id", flat=True).first()
-    generation = cache.get(_generation_key(run.pk), 0)
-    key = f"grpo-health:1:{run.pk}:{newest}:{bounds[0]!r}:{bounds[1]!r}:{generation}:{max_steps}"
+    with connection.cursor() as cur:  # read here, not from `run`: the caller's copy may be older
+        cur.execute(_STATE_SQL, {"run": run.pk})
+        newest, updated = cur.fetchone() or (None, None)
+    stamp = updated.isoformat() if updated else ""  # no spaces: a memcached key takes none
+    key = f"grpo-health:2:{run.pk}:{newest}:{bounds[0]!r}:{bounds[1]!r}:{stamp}:{max_steps}"
     found: dict[str, Any] | None = cache.get(key)
     if found is None:
         found = grpo_health(run=run, max_steps=max_steps, bounds=bounds).as_dict()
         cache.set(key, found, HEALTH_CACHE_SECONDS)
     return found
-
-
-def grpo_health_forget(*, run_ids: list[int]) -> None:
-    """Rollouts of these runs were rebuilt in place: their cached health no longer holds."""
-    for run_id in run_ids:
-        try:
-            cache.incr(_generation_key(run_id))
-        except ValueError:  # no generation yet
-            cache.set(_generation_key(run_id), 1, None)

@@ -248,6 +248,7 @@ class Importer:
                 "WHERE ro.id = u.id",
                 [[u[0] for u in updates], [u[1] for u in updates], [u[2] for u in updates], [u[3] for u in updates]],
             )
+            runs.runs_rewritten(run_ids=per_run)  # same rollout ids: caches keyed on them would not notice
         self._count_rewards(per_run)
 
     def _count_rewards(self, per_run: dict[int, int]) -> None:

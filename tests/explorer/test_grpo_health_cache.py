@@ -62,7 +62,7 @@ def test_a_new_rollout_changes_the_answer(client: Any, team: Any) -> None:
 
 def test_a_rebuild_in_place_changes_the_answer(team: Any, django_capture_on_commit_callbacks: Any) -> None:
     """A rollout rebuilt under the same id (OTLP, MLflow traces) keeps the newest id: the rebuild
-    signal moves the run's cache generation on, so the next read computes again."""
+    moves the run's updated_at, so the next read computes again."""
     from deeprepo_web.explorer.health import grpo_health_cached
     from deeprepo_web.runs.ingest.replace import rollouts_replace
 
@@ -71,3 +71,29 @@ def test_a_rebuild_in_place_changes_the_answer(team: Any, django_capture_on_comm
     with django_capture_on_commit_callbacks(execute=True):
         rollouts_replace(run=run, rollouts=[rollout("A", reward=1.0, step=0, uid="0-A-0", turns=0)])
     assert grpo_health_cached(run=run)["mean"] == [pytest.approx(0.5)]
+
+
+def test_rewards_attached_in_place_change_the_answer(client: Any, team: Any, tmp_path: Any) -> None:
+    """SWE-bench results imported later land on the rollouts that produced them by an UPDATE: the
+    newest rollout id and the reward range stay, and the run page must still see the new rewards."""
+    import json
+
+    from deeprepo_web.importers.pipeline import import_path
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.services import run_create
+
+    run, _ = run_create(project=team.project, name="agent")
+    groups = {"x__x-1": [0.0, 0.0], "y__y-2": [1.0, 1.0], "z__z-3": [0.0, 1.0]}
+    rollouts_ingest(run=run, rollouts=[rollout(ex, reward=r, step=0, uid=f"{ex}-{i}", turns=0)
+                                       for ex, rewards in groups.items() for i, r in enumerate(rewards)])
+    client.force_login(team.viewer)
+    url = reverse("run_health", args=["demo", run.public_id])
+    before = client.get(url).json()
+    assert before["mean"] == [pytest.approx(0.5)] and before["frac_all_fail"] == [pytest.approx(1 / 3)]
+    summary = tmp_path / "agent.run7.json"  # the evaluation resolved x after all
+    summary.write_text(json.dumps({"resolved_ids": ["x__x-1"], "unresolved_ids": [], "schema_version": 2}))
+    report = import_path(project=team.project, path=summary)
+    assert not report.problems and sum(r.rewards_attached for r in report.runs) == 2
+    after = client.get(url).json()
+    assert after["mean"] == [pytest.approx(5 / 6)]
+    assert after["frac_all_fail"] == [0.0] and after["frac_all_pass"] == [pytest.approx(2 / 3)]

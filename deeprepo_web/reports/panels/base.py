@@ -83,9 +83,9 @@ def runs_live(project: Project, ids: Sequence[str]) -> list[Run]:
     return [found[i] for i in ids]
 
 
-# What changes when a run gets new data or is edited: its row (a rename, a status, and every ingest
-# through the API touches updated_at), its newest rollout, its metric points and its marks. Read
-# through indexes, for every run of a page at once.
+# What changes when a run gets new data or is edited: its row (a rename, a status, every ingest
+# through the API and every rewrite of rollouts in place (runs_rewritten) touch updated_at), its
+# newest rollout, its metric points and its marks. Read through indexes, for every run of a page at once.
 _STAMP_SQL = """
 SELECT r.public_id, r.updated_at,
        (SELECT max(o.id) FROM runs_rollout o WHERE o.run_id = r.id),

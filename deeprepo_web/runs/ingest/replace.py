@@ -6,6 +6,7 @@ A turn is known by its role and content, and the old and new turn lists are alig
 turn found again maps to wherever it now is; a turn rewritten (e.g. its output arrived late) maps to
 the turn that took its place. `runs.signals.rollouts_rebuilt` hands that map to the features that keep
 rows about turns (labels move their marks, search drops the old turns' documents), in this transaction.
+The run's updated_at moves with them (`runs.services.runs_rewritten`): the newest rollout id does not.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from deeprepo_web.runs.ingest.rollouts import (
     rollouts_ingest,
 )
 from deeprepo_web.runs.models import Run
+from deeprepo_web.runs.services import runs_rewritten
 from deeprepo_web.runs.signals import rollouts_rebuilt
 
 # _rollout_row's columns after uid, example_id (run_id and created_at are not rewritten).
@@ -100,4 +102,7 @@ def rollouts_replace(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
             after = _prints(cur, ids)
             rollouts_rebuilt.send(sender=Run, rollout_ids=ids,
                                   turn_moves=lambda rid: _index_map(before.get(rid, []), after.get(rid, [])))
-        return len(kept) + rollouts_ingest(run=run, rollouts=new)
+        written = len(kept) + rollouts_ingest(run=run, rollouts=new)
+        if kept:  # last, so the run's row is locked for the shortest time
+            runs_rewritten(run_ids=[run.pk])
+        return written
