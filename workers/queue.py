@@ -7,6 +7,7 @@ the request: `enqueue` says False, the caller notes it on its row, and a beat ta
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -20,11 +21,7 @@ def enqueue(name: str, *args: Any, countdown: float | None = None, queue: str | 
     """Send task `name` with `args` (ids, never objects) to `queue` (default: the default queue).
     False, and a log line, if it was not queued."""
     try:
-        if app.conf.task_always_eager:
-            # send_task ignores CELERY_TASK_ALWAYS_EAGER; the setting means "run it here, now".
-            app.tasks[name].apply(args=args)
-        else:
-            app.send_task(name, args=args, countdown=countdown, queue=queue, expires=expires)
+        _send(name, args, queue=queue, countdown=countdown, expires=expires)
     except Exception as exc:  # noqa: BLE001 - kombu/redis raise many types; all mean "not queued"
         log.warning("could not queue %s%r: %s: %s", name, args, exc.__class__.__name__, exc)
         return False
@@ -37,16 +34,22 @@ def enqueue_many(name: str, args_list: list[tuple[Any, ...]], *, queue: str | No
     were not queued (the broker went away), with a log line."""
     sent = 0
     try:
-        if app.conf.task_always_eager:
+        # Eager tasks run here and now: no broker connection to hold for them.
+        with contextlib.nullcontext() if app.conf.task_always_eager else app.producer_or_acquire() as producer:
             for args in args_list:
-                app.tasks[name].apply(args=args)
-                sent += 1
-            return sent
-        with app.producer_or_acquire() as producer:
-            for args in args_list:
-                app.send_task(name, args=args, queue=queue, producer=producer)
+                _send(name, args, queue=queue, producer=producer)
                 sent += 1
     except Exception as exc:  # noqa: BLE001 - as enqueue: every kombu/redis error means "not queued"
         log.warning("could not queue %s for %d of %d: %s: %s", name, len(args_list) - sent, len(args_list),
                     exc.__class__.__name__, exc)
     return sent
+
+
+def _send(name: str, args: tuple[Any, ...], **options: Any) -> None:
+    """One task message, `options` as send_task takes them (queue, producer, countdown …). Raises
+    what the broker raises."""
+    if app.conf.task_always_eager:
+        # send_task ignores CELERY_TASK_ALWAYS_EAGER; the setting means "run it here, now".
+        app.tasks[name].apply(args=args)
+    else:
+        app.send_task(name, args=args, **options)

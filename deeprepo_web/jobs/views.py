@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from deeprepo_web.accounts import access
 from deeprepo_web.accounts.models import Role
-from deeprepo_web.front.http import STOP_POLLING, form_error, form_page, is_htmx
+from deeprepo_web.front.http import STOP_POLLING, form_page, is_htmx
 from deeprepo_web.front.paging import cursor_param, keyset_page, newest_first, pager_for
 from deeprepo_web.jobs import selectors
 from deeprepo_web.jobs.forms import PARAM_PREFIX, RES_PREFIX, ClusterForm, LaunchForm, TemplateForm
@@ -97,25 +97,19 @@ def template_edit(request: HttpRequest, slug: str, template_id: int | None = Non
                    "import_outputs": template.import_outputs, "max_node_retries": template.max_node_retries,
                    **{f"{RES_PREFIX}{k}": v for k, v in template.resources.items()}}
     form = TemplateForm(request.POST or None, initial=initial)
-    status = 200
-    if request.method == "POST":
-        if form.is_valid():
-            d = form.cleaned_data
-            try:
-                saved = templates.template_save(
-                    project=project, template=template, slug=d["slug"], name=d["name"], kind=d["kind"],
-                    description=d["description"], command_template=d["command_template"],
-                    params_schema=d["params_schema"], import_outputs=d["import_outputs"],
-                    resources=form.resources(), max_node_retries=d["max_node_retries"] or 0,
-                )
-            except JobInputError as e:
-                form_error(form, e.field, e.message, prefixes=(RES_PREFIX,))
-            else:
-                messages.success(request, f"template {saved.name} saved")
-                return redirect("job_launch", slug=project.slug, template_slug=saved.slug)
-        status = 422
-    return render(request, "jobs/template_edit.html", {"project": project, "form": form, "template": template},
-                  status=status)
+
+    def done(saved: JobTemplate) -> HttpResponse:
+        messages.success(request, f"template {saved.name} saved")
+        return redirect("job_launch", slug=project.slug, template_slug=saved.slug)
+
+    return form_page(
+        request, form, lambda d: templates.template_save(
+            project=project, template=template, slug=d["slug"], name=d["name"], kind=d["kind"],
+            description=d["description"], command_template=d["command_template"],
+            params_schema=d["params_schema"], import_outputs=d["import_outputs"],
+            resources=form.resources(), max_node_retries=d["max_node_retries"] or 0),
+        done=done, template="jobs/template_edit.html", errors=JobInputError, prefixes=(RES_PREFIX,),
+        context={"project": project, "template": template})
 
 
 # ---------------------------------------------------------------- clusters
@@ -139,23 +133,17 @@ def cluster_edit(request: HttpRequest, slug: str, cluster_id: int | None = None)
     if kind not in ClusterKind.values:
         return redirect("clusters", slug=project.slug)
     form = ClusterForm(request.POST or None, kind=kind, cluster=cluster)
-    status = 200
-    if request.method == "POST":
-        if form.is_valid():
-            try:
-                cluster = clusters.cluster_save(
-                    project=project, cluster=cluster, name=form.cleaned_data["name"], kind=kind,
-                    settings_in=form.settings_in(), secrets_in=form.secrets_in(),
-                    queue=form.cleaned_data.get("queue") or "",
-                )
-            except JobInputError as e:
-                form_error(form, e.field, e.message)
-            else:
-                messages.success(request, f"cluster {cluster.name} saved")
-                return redirect("cluster_edit", slug=project.slug, cluster_id=cluster.pk)
-        status = 422
-    return render(request, "jobs/cluster_edit.html", {"project": project, "form": form, "cluster": cluster,
-                                                      "kind": kind}, status=status)
+
+    def done(saved: Cluster) -> HttpResponse:
+        messages.success(request, f"cluster {saved.name} saved")
+        return redirect("cluster_edit", slug=project.slug, cluster_id=saved.pk)
+
+    return form_page(
+        request, form, lambda d: clusters.cluster_save(
+            project=project, cluster=cluster, name=d["name"], kind=kind, settings_in=form.settings_in(),
+            secrets_in=form.secrets_in(), queue=d.get("queue") or ""),
+        done=done, template="jobs/cluster_edit.html", errors=JobInputError,
+        context={"project": project, "cluster": cluster, "kind": kind})
 
 
 @login_required

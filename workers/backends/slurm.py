@@ -31,7 +31,8 @@ _FAILED = {"FAILED", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "TIM
 # Final states the node or the cluster caused, not the program (a PREEMPTED job that Slurm
 # requeues never reaches this state; it shows as REQUEUED/PENDING). TIMEOUT, DEADLINE and
 # OUT_OF_MEMORY are the job's own limits: running it again would end the same way.
-_NODE_FAILURE = {"NODE_FAIL", "BOOT_FAIL", "PREEMPTED"}
+_NODE_FAILURE = {"NODE_FAIL": "its node failed", "BOOT_FAIL": "its node failed to boot",
+                 "PREEMPTED": "preempted and not requeued"}
 
 # Error texts of a controller that is down or slow: worth retrying, never a verdict on the job.
 _TRANSIENT = re.compile(
@@ -63,11 +64,14 @@ def _state_word(raw: str) -> str:
     return re.split(r"[\s+]", raw.strip().upper(), maxsplit=1)[0] if raw.strip() else ""
 
 
-def _node_failure(word: str, detail: str) -> JobStatus:
-    """A final state the node caused: no exit code of the program's own (Slurm reports the signal
-    it killed the job with), the state and Slurm's reason shown."""
-    what = {"NODE_FAIL": "its node failed", "BOOT_FAIL": "its node failed to boot",
-            "PREEMPTED": "preempted and not requeued"}[word]
+def _node_failure(raw: str, detail: str) -> JobStatus | None:
+    """The status of a final state the node caused (the one test for it, whichever command said
+    the state): no exit code of the program's own (Slurm reports the signal it killed the job
+    with), the state and Slurm's reason shown. None for any other state."""
+    word = _state_word(raw)
+    what = _NODE_FAILURE.get(word)
+    if what is None:
+        return None
     extra = f", {detail}" if detail and detail not in ("None", word) else ""
     return JobStatus(JobState.FAILED, None, f"{word}: {what}{extra}", node_failure=True)
 
@@ -275,9 +279,8 @@ class SlurmBackend(Backend):
                 state = map_slurm_state(str(raw or ""))
                 if state.is_terminal:
                     # JSON carries the raw wait status; scontrol has the clean "code:signal".
-                    if _state_word(str(raw or "")) in _NODE_FAILURE:
-                        return self._from_scontrol(jid) or _node_failure(_state_word(str(raw)), "")
-                    return self._from_scontrol(jid) or JobStatus(state, None, str(raw))
+                    return (self._from_scontrol(jid) or _node_failure(str(raw or ""), "")
+                            or JobStatus(state, None, str(raw)))
                 restarts = job.get("restart_cnt")
                 # Slurm says "None" when there is no reason (a running job): nothing to show.
                 reason = str(job.get("state_reason") or "")
@@ -307,8 +310,8 @@ class SlurmBackend(Backend):
                 return None
             raise self._fail("scontrol failed", r)
         fields: dict[str, str] = {m.group(1): m.group(2) for m in re.finditer(r"(\w+)=(\S*)", r.stdout)}
-        if _state_word(fields.get("JobState", "")) in _NODE_FAILURE:
-            return _node_failure(_state_word(fields["JobState"]), fields.get("Reason", ""))
+        if failed := _node_failure(fields.get("JobState", ""), fields.get("Reason", "")):
+            return failed
         state = map_slurm_state(fields.get("JobState", ""))
         code = _exit_from_pair(fields.get("ExitCode", "")) if state.is_terminal else None
         reason = fields.get("Reason", "")
@@ -326,8 +329,8 @@ class SlurmBackend(Backend):
             for line in r.stdout.splitlines():
                 parts = line.strip().split("|")
                 if len(parts) == 3 and parts[0] == jid:
-                    if _state_word(parts[1]) in _NODE_FAILURE:
-                        return _node_failure(_state_word(parts[1]), "")
+                    if failed := _node_failure(parts[1], ""):
+                        return failed
                     state = map_slurm_state(parts[1])
                     code = _exit_from_pair(parts[2])
                     reason = parts[1] if state is JobState.CANCELLED or code is None else describe_exit(code)

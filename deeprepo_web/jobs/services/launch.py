@@ -15,10 +15,10 @@ from deeprepo_web.accounts.models import Project
 from deeprepo_web.jobs.models import Cluster, ClusterKind, Job, JobEvent, JobStatus, JobTemplate
 from deeprepo_web.jobs.params import ParamError, render_command, validate_params, validate_schema
 from deeprepo_web.jobs.services.errors import JobInputError, JobStateError
-from deeprepo_web.jobs.services.state import finalize, job_event
+from deeprepo_web.jobs.services.state import finalize, job_event, job_event_row
 from deeprepo_web.jobs.services.workers import queue_is_live, waiting_message
-from deeprepo_web.runs.models import Run, RunStatus, new_public_id
-from deeprepo_web.runs.services import run_create, run_name_free, runs_create_queued
+from deeprepo_web.runs.models import Run, new_public_id
+from deeprepo_web.runs.services import run_name_free, runs_create_queued
 from deeprepo_web.text import clean_deep, clean_text
 from workers.backends import BackendError, Resources
 from workers.queue import enqueue, enqueue_many
@@ -64,47 +64,20 @@ def _output_dir(cluster: Cluster, job: Job) -> str:
     return f"{root.rstrip('/')}/{job.public_id}"
 
 
-@transaction.atomic
 def job_launch(
     *, project: Project, template: JobTemplate, cluster: Cluster, params: dict[str, Any],
     resources: dict[str, Any] | None = None, user: Any = None, name: str = "",
 ) -> Job:
-    """Validate, create the Job and its Run (queued), and dispatch once the transaction commits."""
-    if template.project_id not in (None, project.id):
-        raise JobInputError("template", "not a template of this project")
-    if cluster.project_id != project.id:
-        raise JobInputError("cluster", "not a cluster of this project")
-    try:
-        schema = validate_schema(template.params_schema)
-        # params.py refuses NUL in values; a lone surrogate passes it, and jsonb would refuse it.
-        values = clean_deep(validate_params(schema, params))
-    except ParamError as e:
-        raise JobInputError(e.field, e.message) from e
-    res = resources_validate(resources or {})
+    """One job: jobs_launch with one point, so a single launch and a sweep's make the same rows
+    and events. A name too long is refused (a sweep's names are cut instead); none is the
+    template's name and the time."""
     name = clean_text(name or "").strip() or f"{template.name} {timezone.now():%Y-%m-%d %H:%M}"
     if len(name) > 200:
         raise JobInputError("name", "must be at most 200 characters")
-    name = run_name_free(project=project, name=name)
-    run, _ = run_create(project=project, status=RunStatus.QUEUED, source="job", name=name,
-                        **_run_fields(template, cluster, values))
-    job = Job(project=project, template=template, cluster=cluster, run=run, created_by=user, name=name,
-              parameters=values, resources=res, command="", max_node_retries=template.max_node_retries)
-    job.output_dir = _output_dir(cluster, job)
-    try:
-        job.command = render_command(template.command_template, schema, values, {
-            "output_dir": job.output_dir, "job_id": job.public_id, "run_id": run.public_id,
-        })
-    except ParamError as e:
-        raise JobInputError(e.field, e.message) from e
-    job.save()
-    who = getattr(user, "username", "") or "system"
-    job_event(job, "", JobStatus.PENDING, f"launched by {who} on {cluster.name} ({cluster.kind})")
-    if not queue_is_live(cluster.task_queue):
-        # The task waits in the queue until a worker starts there; say so rather than look stuck.
-        job.error = waiting_message(cluster)
-        Job.objects.filter(pk=job.pk).update(error=job.error)
-        job_event(job, JobStatus.PENDING, JobStatus.PENDING, job.error)
-    transaction.on_commit(functools.partial(job_enqueue, "dispatch", job.pk))
+    job = jobs_launch(project=project, template=template, cluster=cluster, points=[(name, params)],
+                      resources=resources, user=user)[0]
+    if isinstance(job, JobInputError):
+        raise job
     return job
 
 
@@ -116,25 +89,30 @@ def _run_fields(template: JobTemplate, cluster: Cluster, values: dict[str, Any])
 @transaction.atomic
 def jobs_launch(
     *, project: Project, template: JobTemplate, cluster: Cluster, points: list[tuple[str, dict[str, Any]]],
-    user: Any = None,
+    resources: dict[str, Any] | None = None, user: Any = None,
 ) -> list[Job | JobInputError]:
-    """Many jobs of one template on one cluster (a sweep's chunk of trials), each `(name, params)`:
-    the checks of job_launch per point, then the runs, jobs and events in one INSERT each and the
-    dispatch messages sent together once committed. A point the template refuses gets its
+    """Jobs of one template on one cluster (one launch, or a sweep's chunk of trials), each point
+    `(name, params)`, all with `resources`: the runs (queued), jobs and events in one INSERT each,
+    the dispatch messages sent together once committed. A point the template refuses gets its
     JobInputError in its place; the others launch."""
     if template.project_id not in (None, project.id):
         raise JobInputError("template", "not a template of this project")
     if cluster.project_id != project.id:
         raise JobInputError("cluster", "not a cluster of this project")
-    schema = validate_schema(template.params_schema)
+    try:
+        schema = validate_schema(template.params_schema)
+    except ParamError as e:
+        raise JobInputError(e.field, e.message) from e
+    res = resources_validate(resources or {})
     names = _names_free(project, [clean_text(n or "").strip()[:200] or template.name for n, _ in points])
     out: list[Job | JobInputError] = []
     runs: list[dict[str, Any]] = []
     for name, (_, params) in zip(names, points, strict=True):
         try:
+            # params.py refuses NUL in values; a lone surrogate passes it, and jsonb would refuse it.
             values = clean_deep(validate_params(schema, params))
             job = Job(project=project, template=template, cluster=cluster, created_by=user, name=name,
-                      parameters=values, resources={}, command="", max_node_retries=template.max_node_retries)
+                      parameters=values, resources=res, command="", max_node_retries=template.max_node_retries)
             job.output_dir = _output_dir(cluster, job)
             run_id = new_public_id()
             job.command = render_command(template.command_template, schema, values, {
@@ -145,6 +123,8 @@ def jobs_launch(
         out.append(job)
         runs.append({"public_id": run_id, "name": name, **_run_fields(template, cluster, values)})
     jobs = [j for j in out if isinstance(j, Job)]
+    if not jobs:
+        return out
     for job, run in zip(jobs, runs_create_queued(project=project, source="job", runs=runs), strict=True):
         job.run = run
     waiting = "" if queue_is_live(cluster.task_queue) else waiting_message(cluster)
@@ -152,12 +132,11 @@ def jobs_launch(
         job.error = waiting
     Job.objects.bulk_create(jobs)
     who = getattr(user, "username", "") or "system"
-    events = [JobEvent(job=j, from_status="", to_status=JobStatus.PENDING,
-                       reason=f"launched by {who} on {cluster.name} ({cluster.kind})") for j in jobs]
+    events = [job_event_row(j, "", JobStatus.PENDING, f"launched by {who} on {cluster.name} ({cluster.kind})")
+              for j in jobs]
     if waiting:
         # The tasks wait in the queue until a worker starts there; say so rather than look stuck.
-        events += [JobEvent(job=j, from_status=JobStatus.PENDING, to_status=JobStatus.PENDING, reason=waiting)
-                   for j in jobs]
+        events += [job_event_row(j, JobStatus.PENDING, JobStatus.PENDING, waiting) for j in jobs]
     JobEvent.objects.bulk_create(events)
     transaction.on_commit(functools.partial(_dispatch_many, [j.pk for j in jobs], cluster.task_queue))
     return out
@@ -182,9 +161,7 @@ def _dispatch_many(job_ids: list[int], queue: str) -> None:
     noted on their job (beat's sync sends them again once stale)."""
     sent = enqueue_many("deeprepo.jobs.dispatch", [(pk,) for pk in job_ids], queue=queue)
     for pk in job_ids[sent:]:
-        job_event(pk, JobStatus.PENDING, JobStatus.PENDING,
-                  f"the task queue is unreachable; the dispatch will be sent again within "
-                  f"{stale_after().total_seconds() + settings.DEEPREPO_JOB_SYNC_SECONDS:.0f}s of the queue coming back")
+        job_event(pk, JobStatus.PENDING, JobStatus.PENDING, _unreachable("dispatch"))
 
 
 def stale_after() -> timedelta:
@@ -205,10 +182,13 @@ def job_enqueue(what: str, job_id: int, *, note: bool = True) -> bool:
         return True
     if note:
         status = Job.objects.filter(pk=job_id).values_list("status", flat=True).first() or ""
-        job_event(job_id, status, status,
-                  f"the task queue is unreachable; the {what} will be sent again within "
-                  f"{stale_after().total_seconds() + settings.DEEPREPO_JOB_SYNC_SECONDS:.0f}s of the queue coming back")
+        job_event(job_id, status, status, _unreachable(what))
     return False
+
+
+def _unreachable(what: str) -> str:
+    return (f"the task queue is unreachable; the {what} will be sent again within "
+            f"{stale_after().total_seconds() + settings.DEEPREPO_JOB_SYNC_SECONDS:.0f}s of the queue coming back")
 
 
 def job_cancel(*, job: Job, user: Any = None) -> Job:

@@ -21,6 +21,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import F
+from django.db.models.functions import Coalesce
 
 from deeprepo_web.jobs.models import FINAL_JOB_STATUSES, Job, JobAttempt, JobStatus
 from deeprepo_web.jobs.services.launch import job_enqueue
@@ -50,25 +51,22 @@ def attempt_mark(*, job: Job, state: str, reason: str, at: datetime) -> None:
     """Mirror a transition of the job onto its current attempt."""
     fields: dict[str, Any] = {"state": state, "reason": reason[:2000]}
     if state == JobStatus.RUNNING:
-        fields["started_at"] = at
+        # Running again after a requeue keeps when the attempt first started.
+        fields["started_at"] = Coalesce(F("started_at"), at)
     if state in FINAL_JOB_STATUSES:
         fields["finished_at"] = at
-    rows = JobAttempt.objects.filter(job_id=job.pk, number=job.node_retries + 1)
-    if state == JobStatus.RUNNING:
-        rows.filter(started_at__isnull=False).update(state=state, reason=fields["reason"])
-        rows = rows.filter(started_at__isnull=True)
-    rows.update(**fields)
+    JobAttempt.objects.filter(job_id=job.pk, number=job.node_retries + 1).update(**fields)
 
 
 def retry_due(job: Job, status: ClusterStatus) -> bool:
     return job.status != JobStatus.CANCELLING and is_node_failure(status) and job.node_retries < job.max_node_retries
 
 
-def job_resubmit(*, job: Job, status: ClusterStatus, at: datetime) -> bool:
-    """The current attempt died with its node and retries remain: end the attempt, put the job
-    back to pending (a fresh cluster id, the same run) and dispatch it again once committed."""
+def job_resubmit(*, job: Job, status: ClusterStatus, ended: str, at: datetime) -> bool:
+    """The current attempt died with its node and retries remain: end the attempt as `ended` (the
+    job state sync mapped the cluster's to: failed or lost), put the job back to pending (a fresh
+    cluster id, the same run) and dispatch it again once committed."""
     old = job.status
-    ended = JobStatus.LOST if status.state is JobState.LOST else JobStatus.FAILED
     number = job.node_retries + 1
     reason = status.reason or str(status.state)
     with transaction.atomic():

@@ -26,8 +26,14 @@ _JOB_TO_RUN: dict[str, str] = {
 
 
 def job_event(job: Job | int, from_status: str, to_status: str, reason: str) -> None:
-    JobEvent.objects.create(job_id=job if isinstance(job, int) else job.pk, from_status=from_status,
-                            to_status=to_status, reason=clean_text(reason)[:4000])
+    job_event_row(job, from_status, to_status, reason).save(force_insert=True)
+
+
+def job_event_row(job: Job | int, from_status: str, to_status: str, reason: str) -> JobEvent:
+    """An event not saved yet (a launch of many saves theirs in one INSERT), its reason cleaned
+    and cut like every event's."""
+    return JobEvent(job_id=job if isinstance(job, int) else job.pk, from_status=from_status,
+                    to_status=to_status, reason=clean_text(reason)[:4000])
 
 
 

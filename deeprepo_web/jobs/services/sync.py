@@ -200,7 +200,7 @@ def sync_one(job: Job, backend: Backend, *, raise_transient: bool = False) -> bo
         return False
     if new in (JobStatus.FAILED, JobStatus.LOST) and retry_due(job, status):
         # Its node died, not the program: a new attempt into the same run (the template's policy).
-        return job_resubmit(job=job, status=status, at=now)
+        return job_resubmit(job=job, status=status, ended=new, at=now)
     updates["status"] = new
     if new == JobStatus.RUNNING:
         updates["started_at"] = Coalesce(F("started_at"), now)
