@@ -1,4 +1,4 @@
-"""Helpers shared by the benchmarks: a scratch database, a real web server, an API key."""
+"""Helpers shared by the benchmarks: a scratch database, a real web server, an API key, a p95."""
 
 from __future__ import annotations
 
@@ -24,13 +24,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def db_url(name: str) -> str:
+    """The URL of database `name` on the server DATABASE_URL names."""
+    head, _, _ = BASE_URL.rpartition("/")
+    return f"{head}/{name}"
+
+
 def scratch_database(name: str) -> str:
     """A fresh, migrated database next to the one DATABASE_URL names; returns its URL."""
     with psycopg.connect(BASE_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
-    head, _, _ = BASE_URL.rpartition("/")
-    url = f"{head}/{name}"
+    url = db_url(name)
     env = {**os.environ, "DATABASE_URL": url}
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
     return url
@@ -41,6 +46,15 @@ def api_key(url: str, project: str) -> str:
     out = subprocess.run([sys.executable, "manage.py", "create_api_key", "--project", project, "--create"],
                          cwd=ROOT, env=env, check=True, capture_output=True, text=True)
     return out.stdout.strip().splitlines()[-1]
+
+
+def p95(values: list[float]) -> float | None:
+    """The 95th percentile: the value ranked 0.95 of the way from the lowest to the highest, to 0.1;
+    None for no values."""
+    if not values:
+        return None
+    s = sorted(values)
+    return round(s[min(len(s) - 1, int(round(0.95 * (len(s) - 1))))], 1)
 
 
 @contextmanager

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import BASE_URL, scratch_database  # noqa: E402
+from bench.common import db_url, scratch_database  # noqa: E402
 
 DB = "bench_deep_pages"
 PER_PAGE = 50
@@ -126,8 +126,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--reuse", action="store_true", help="keep the seeded database of a previous run")
     args = parser.parse_args()
-    head, _, _ = BASE_URL.rpartition("/")
-    url = f"{head}/{DB}" if args.reuse else scratch_database(DB)
+    url = db_url(DB) if args.reuse else scratch_database(DB)
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
     import django

@@ -40,8 +40,8 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import ROOT, api_key, scratch_database, web_server  # noqa: E402
-from bench.pages import SLUG, db_url, login, seeded_size, targets  # noqa: E402
+from bench.common import ROOT, api_key, db_url, p95, scratch_database, web_server  # noqa: E402
+from bench.pages import SLUG, login, seeded_size, targets, train_runs  # noqa: E402
 
 TARGET_RATIO = 2.0
 MAX_REQUESTS_PER_THREAD = 1_000_000  # a hard bound besides the deadline
@@ -63,12 +63,9 @@ def second_run(url: str, first: str) -> str:
     import psycopg
 
     with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT r.public_id FROM runs_run r JOIN accounts_project p ON p.id = r.project_id "
-            "WHERE p.slug = %s AND r.kind = 'train' AND r.public_id <> %s AND r.name <> 'long-series' "
-            "ORDER BY r.id LIMIT 1", [SLUG, first]).fetchone()
-    assert row, "seed made a single run"
-    return str(row[0])
+        others = [public_id for public_id, _ in train_runs(conn) if public_id != first]
+    assert others, "seed made a single run"
+    return str(others[0])
 
 
 def read_pages(t: dict[str, Any], other: str) -> dict[str, str]:
@@ -84,13 +81,6 @@ def read_pages(t: dict[str, Any], other: str) -> dict[str, str]:
     if t["rollout"] is not None:
         out["trajectory"] = f"{run}rollouts/{t['rollout']}/"
     return out
-
-
-def p95(values: list[float]) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    return round(s[min(len(s) - 1, int(round(0.95 * (len(s) - 1))))], 1)
 
 
 def warm(site: str, cookies: httpx.Cookies, pages: dict[str, str], connections: int) -> None:

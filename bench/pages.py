@@ -32,7 +32,7 @@ import httpx
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import BASE_URL, ROOT, scratch_database, web_server  # noqa: E402
+from bench.common import ROOT, db_url, p95, scratch_database, web_server  # noqa: E402
 
 SLUG = "scale"
 PASSWORD = "scale-pass-123"
@@ -82,16 +82,21 @@ def report_case(url: str) -> str:
 PENDING = re.compile(r'hx-get="([^"]+/panel/)" hx-trigger="load"')
 
 
-def load_pending(client: httpx.Client, path: str) -> tuple[int, list[float]]:
-    """The draft's page, then each panel it left "computing" (as a browser's htmx does): how many, and
-    each one's time in ms."""
-    html = client.get(path).text
+def panels_load(client: httpx.Client, html: str) -> list[float]:
+    """Each panel a report page's `html` left "computing", read as a browser's htmx does: each one's
+    time in ms."""
     times = []
     for url in PENDING.findall(html):
         start = time.perf_counter()
         res = client.get(url)
         times.append((time.perf_counter() - start) * 1000)
         assert res.status_code == 200, f"{url}: HTTP {res.status_code}"
+    return times
+
+
+def load_pending(client: httpx.Client, path: str) -> tuple[int, list[float]]:
+    """The draft's page, then each panel it left "computing": how many, and each one's time in ms."""
+    times = panels_load(client, client.get(path).text)
     return len(times), times
 
 
@@ -117,24 +122,12 @@ def draft_cold(client: httpx.Client, path: str, url: str, report: str, n: int) -
         res = client.get(path)
         pages.append((time.perf_counter() - start) * 1000)
         assert res.status_code == 200
-        found = PENDING.findall(res.text)
-        times = []
-        for panel in found:
-            t0 = time.perf_counter()
-            assert client.get(panel).status_code == 200
-            times.append((time.perf_counter() - t0) * 1000)
+        times = panels_load(client, res.text)
         sums.append(sum(times))
         slowest.append(max(times, default=0.0))
-    pages.sort()
-    return {"p50_ms": round(statistics.median(pages), 1),
-            "p95_ms": round(pages[min(len(pages) - 1, int(round(0.95 * (len(pages) - 1))))], 1),
-            "panels_left_to_load": len(found), "panels_sum_p50_ms": round(statistics.median(sums), 1),
+    return {"p50_ms": round(statistics.median(pages), 1), "p95_ms": p95(pages),
+            "panels_left_to_load": len(times), "panels_sum_p50_ms": round(statistics.median(sums), 1),
             "slowest_panel_p50_ms": round(statistics.median(slowest), 1), "bytes": len(res.content)}
-
-
-def db_url(name: str) -> str:
-    head, _, _ = BASE_URL.rpartition("/")
-    return f"{head}/{name}"
 
 
 def seeded_size(url: str) -> int | None:
@@ -165,13 +158,18 @@ def seed(size: int, reuse: bool, prefix: str = "bench_pages") -> tuple[str, floa
     return url, time.perf_counter() - start
 
 
+def train_runs(conn: psycopg.Connection[Any]) -> list[tuple[str, int]]:
+    """The seeded project's training runs by id, but its one 1M-point series run: (public id, id)."""
+    return conn.execute(
+        "SELECT r.public_id, r.id FROM runs_run r JOIN accounts_project p ON p.id = r.project_id "
+        "WHERE p.slug = %s AND r.kind = 'train' AND r.name <> 'long-series' ORDER BY r.id", [SLUG]
+    ).fetchall()
+
+
 def targets(url: str) -> dict[str, Any]:
     with psycopg.connect(url) as conn:
         # A typical training run: the median by id among the finished ones.
-        runs = conn.execute(
-            "SELECT r.public_id, r.id FROM runs_run r JOIN accounts_project p ON p.id = r.project_id "
-            "WHERE p.slug = %s AND r.kind = 'train' AND r.name <> 'long-series' ORDER BY r.id", [SLUG]
-        ).fetchall()
+        runs = train_runs(conn)
         public_id, run_pk = runs[len(runs) // 2]
         long_id = conn.execute("SELECT public_id FROM runs_run WHERE name = 'long-series'").fetchone()[0]
         rollout = conn.execute("SELECT id FROM runs_rollout WHERE run_id = %s ORDER BY id LIMIT 1 OFFSET 7",
@@ -227,10 +225,7 @@ def measure(client: httpx.Client, path: str, n: int, headers: dict[str, str] | N
         res = client.get(path, headers=headers)
         times.append((time.perf_counter() - start) * 1000)
         assert res.status_code in (200, 286)
-    times.sort()
-    return {"p50_ms": round(statistics.median(times), 1),
-            "p95_ms": round(times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))], 1),
-            "bytes": len(first.content)}
+    return {"p50_ms": round(statistics.median(times), 1), "p95_ms": p95(times), "bytes": len(first.content)}
 
 
 def pages(t: dict[str, Any]) -> dict[str, tuple[str, dict[str, str] | None]]:

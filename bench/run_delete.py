@@ -24,7 +24,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.common import BASE_URL, scratch_database  # noqa: E402
+from bench.common import db_url, scratch_database  # noqa: E402
 
 DB = "deeprepo_bench_run_delete"
 BLOBS = 300
@@ -75,8 +75,7 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=100_000)
     parser.add_argument("--reuse", action="store_true")
     args = parser.parse_args()
-    head, _, _ = BASE_URL.rpartition("/")
-    url = f"{head}/{DB}" if args.reuse else scratch_database(DB)
+    url = db_url(DB) if args.reuse else scratch_database(DB)
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DEEPREPO_DATA_DIR", tempfile.mkdtemp(prefix="bench-run-delete-"))
     if not args.reuse:

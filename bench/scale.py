@@ -30,39 +30,30 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import pages, search, storage  # noqa: E402
-from bench.common import ROOT, scratch_database, web_server  # noqa: E402
+from bench.common import ROOT, api_key, db_url, p95, scratch_database, web_server  # noqa: E402
 
 PROJECT = "scale"  # the project seed_scale fills for pages.py and search.py alike
 TARGET_PAGE_MS = 200.0
-
-
-def _url(name: str) -> str:
-    return f"{pages.BASE_URL.rpartition('/')[0]}/{name}"
 
 
 def _ingest(database: str, rollouts: int) -> dict[str, Any]:
     """search.ingest_cost in a process of its own (Django binds one database per process)."""
     out = subprocess.run([sys.executable, __file__, "--ingest-only", "--database", database,
                           "--ingest-rollouts", str(rollouts)], cwd=ROOT, check=True, capture_output=True, text=True,
-                         env={**os.environ, "DATABASE_URL": _url(database)})
+                         env={**os.environ, "DATABASE_URL": db_url(database)})
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def _empty_database() -> str:
     name = "bench_scale_empty"
-    url = scratch_database(name)
-    subprocess.run([sys.executable, "manage.py", "create_api_key", "--project", PROJECT, "--create"], cwd=ROOT,
-                   env={**os.environ, "DATABASE_URL": url}, check=True, capture_output=True)
+    api_key(scratch_database(name), PROJECT)  # its --create makes the project ingest_cost logs into
     return name
 
 
 def _page_set(url: str) -> dict[str, tuple[str, dict[str, str] | None]]:
     t = pages.targets(url)
     with psycopg.connect(url) as conn:
-        two = [r[0] for r in conn.execute(
-            "SELECT r.public_id FROM runs_run r JOIN accounts_project p ON p.id = r.project_id "
-            "WHERE p.slug = %s AND r.kind = 'train' AND r.name <> 'long-series' ORDER BY r.id LIMIT 2",
-            [PROJECT]).fetchall()]
+        two = [public_id for public_id, _ in pages.train_runs(conn)[:2]]
     every = pages.pages(t)
     keep = ("explorer", "run_page", "grpo_health", "rollouts_list", "trajectory")
     out = {k: every[k] for k in keep if k in every}
@@ -117,7 +108,7 @@ def main() -> None:
 
     name = f"bench_scale_{args.rollouts}"
     search._database_arg(name)  # noqa: SLF001 - search.py's way to name its scratch database
-    url = _url(name)
+    url = db_url(name)
     t0 = time.monotonic()
     reused = args.reuse and search._seeded(url, args.rollouts)  # noqa: SLF001
     if not reused:
@@ -145,8 +136,8 @@ def main() -> None:
         "bench": "scale", "rollouts": args.rollouts, "database": name, "seed_s": seed_s, "rows": rows,
         "disk": {**disk, "blob_bytes": blobs, "bytes_per_rollout": round(total / max(1, disk["rollouts"])),
                  "all_over_raw": round(total / raw, 2) if raw else None},
-        "search": {"word_p95_ms": search.p95(queries["timings"]["words"]),
-                   "substring_regex_p95_ms": search.p95(queries["timings"]["other"]),
+        "search": {"word_p95_ms": p95(queries["timings"]["words"]),
+                   "substring_regex_p95_ms": p95(queries["timings"]["other"]),
                    "indexer_docs_per_s": round(index["rows"] / max(index["seconds"], 1e-9)),
                    "index_build_s": round(index["seconds"], 1), "queries": queries["queries"]},
         "pages": page_p95,

@@ -30,7 +30,7 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.common import BASE_URL, scratch_database  # noqa: E402
+from bench.common import db_url, p95, scratch_database  # noqa: E402
 
 DB = "deeprepo_bench_search"
 WORDS = [("injection", "every rollout"), ('"SQL injection"', "phrase, every rollout"),
@@ -39,11 +39,6 @@ WORDS = [("injection", "every rollout"), ('"SQL injection"', "phrase, every roll
 SUBSTRINGS = [("substring", "db.py:42", "every rollout"), ("substring", "quota exceed", "rare"),
               ("substring", "/secret.key", "rare, tool output"), ("regex", r"auth\.py:[0-9]+", "every rollout"),
               ("regex", r"quota [a-z]+ after [0-9]+", "rare"), ("substring", "zebra-horse", "absent")]
-
-
-def _db_url() -> str:
-    head, _, _ = BASE_URL.rpartition("/")
-    return f"{head}/{DB}"
 
 
 def _database_arg(name: str) -> None:
@@ -133,11 +128,6 @@ def time_queries(repeat: int) -> dict[str, Any]:
     return {"timings": timings, "queries": detail}
 
 
-def p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1)
-
-
 def ingest_cost(rollouts: int) -> dict[str, float]:
     """Rollouts per second through the ingest service alone, and while the indexer keeps up beside it
     (a thread looping search_index_update on its own connection, as the beat task would)."""
@@ -192,7 +182,7 @@ def main() -> None:
     parser.add_argument("--database", default=DB, help="the scratch database's name (dropped and made again)")
     args = parser.parse_args()
     _database_arg(args.database)
-    url = _db_url()
+    url = db_url(DB)
     if not (args.reuse and _seeded(url, args.rollouts)):
         url = seed(args.rollouts)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")

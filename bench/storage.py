@@ -25,7 +25,7 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.common import BASE_URL  # noqa: E402
+from bench.common import db_url  # noqa: E402
 
 SAMPLES = ROOT.parent / "shared" / "samples"
 # (name, column compression, toast_tuple_target): Postgres compresses a row only past the target
@@ -136,7 +136,7 @@ def main() -> None:
     parser.add_argument("--database", default="deeprepo_bench_search")
     parser.add_argument("--sample-rollouts", type=int, default=20_000)
     args = parser.parse_args()
-    url = f"{BASE_URL.rpartition('/')[0]}/{args.database}"
+    url = db_url(args.database)
     with psycopg.connect(url, autocommit=True) as conn:
         result = {"disk": disk_per_rollout(conn), "seeded": compression_on_seeded(conn, args.sample_rollouts),
                   "real": compression_on_real(conn)}

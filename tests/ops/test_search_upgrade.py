@@ -7,15 +7,12 @@ the upgrade is indexed and found. Migration 0003 then adds the index a run's del
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import tarfile
-from io import BytesIO
+from pathlib import Path
 
 import psycopg
-import pytest
 
-from tests.ops.test_upgrade import ADMIN_URL, DB, FILL, REPO, _run
+from tests.ops.upgrade import ADMIN_URL, DB, REPO, release_filled, run
 
 TODAYS_SCHEMA = "4480315"  # main before search 0002
 
@@ -50,16 +47,6 @@ rollouts_ingest(run=Run.objects.get(name="before-a"), rollouts=[{"example_key": 
 """
 
 
-@pytest.fixture
-def upgrade_db():
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{DB}"')
-    yield
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
-
-
 def _one(sql: str) -> object:
     with psycopg.connect(f"{ADMIN_URL.rpartition('/')[0]}/{DB}") as conn:
         row = conn.execute(sql).fetchone()
@@ -70,25 +57,19 @@ COLUMNS = "SELECT string_agg(column_name, ',' ORDER BY ordinal_position) FROM in
           "WHERE table_name = 'search_doc'"
 
 
-def _search(code, data: str, queries: list[dict[str, str]]) -> dict[str, list[list[object]]]:
-    out = _run([sys.executable, "-c", SEARCH, json.dumps(queries)], code, DEEPREPO_DATA_DIR=data)
+def _search(code: Path, data: str, queries: list[dict[str, str]]) -> dict[str, list[list[object]]]:
+    out = run([sys.executable, "-c", SEARCH, json.dumps(queries)], code, DEEPREPO_DATA_DIR=data)
     return dict(json.loads(out.splitlines()[-1]))
 
 
 def test_a_filled_database_moves_from_the_search_copy_to_expression_indexes(tmp_path, upgrade_db):
-    archive = subprocess.run(["git", "archive", TODAYS_SCHEMA], cwd=REPO, capture_output=True, check=True).stdout
-    previous = tmp_path / "previous"
-    with tarfile.open(fileobj=BytesIO(archive)) as tar:
-        tar.extractall(previous, filter="data")
-    data = str(tmp_path / "data")
-    _run([sys.executable, "manage.py", "migrate", "--no-input"], previous, DEEPREPO_DATA_DIR=data)
-    _run([sys.executable, "-c", FILL], previous, DEEPREPO_DATA_DIR=data)
+    previous, data = release_filled(TODAYS_SCHEMA, tmp_path)
     before = _search(previous, data, QUERIES)
     assert _one(COLUMNS) == "id,src,obj,rollout_id,run_id,turn_index,body,tsv"
     docs = _one("SELECT count(*) FROM search_doc")
     assert all(before.values()), before  # every search found something in the old release
 
-    out = _run([sys.executable, "manage.py", "migrate", "--no-input"], REPO, DEEPREPO_DATA_DIR=data)
+    out = run([sys.executable, "manage.py", "migrate", "--no-input"], REPO, DEEPREPO_DATA_DIR=data)
     assert "Applying search.0002_tsv_from_body" in out
     assert _one(COLUMNS) == "src,obj,rollout_id,run_id,turn_index,body"
     assert _one("SELECT count(*) FROM search_doc") == docs  # every document carried over
@@ -100,6 +81,6 @@ def test_a_filled_database_moves_from_the_search_copy_to_expression_indexes(tmp_
     assert after == before
 
     # Text logged after the upgrade is indexed and found.
-    _run([sys.executable, "-c", LATE], REPO, DEEPREPO_DATA_DIR=data)
+    run([sys.executable, "-c", LATE], REPO, DEEPREPO_DATA_DIR=data)
     found = _search(REPO, data, [{"q": "kumquat"}, {"q": "kumqu", "mode": "substring"}])
     assert list(found.values()) == [[["before-a", 9, 0]], [["before-a", 9, 0]]]

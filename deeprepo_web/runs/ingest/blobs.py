@@ -78,6 +78,10 @@ def images_extract(text: str, refs: set[str]) -> tuple[str, list[dict[str, Any]]
 
 def body_split(text: str | None, refs: set[str], limit: int) -> tuple[str, str, int, list[dict[str, Any]]]:
     """Images out first, then the size threshold on what is left."""
+    if type(text) is str and len(text) <= limit and text.isascii() and "data:image/" not in text:
+        # Most bodies are ASCII within the limit with no inline image, kept as they are: checked in C
+        # without the calls below (ingest runs this for every turn and tool call of a batch).
+        return text, "", len(text), []
     images: list[dict[str, Any]] = []
     if text:
         text, images = images_extract(text, refs)

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import connection
 
-from deeprepo_web.runs.ingest.blobs import image_blob, images_extract
+from deeprepo_web.runs.ingest.blobs import blob_refs_write, image_blob, images_extract
 from deeprepo_web.runs.models import Run
 
 _MARK = "data:image/"
@@ -122,9 +122,5 @@ def images_offload(*, run: Run, rollouts: list[dict[str, Any]], body: bytes | No
     out = [_record(r, refs) if isinstance(r, dict) and _has_image(r) else r for r in rollouts]
     if refs:
         with connection.cursor() as cur:
-            cur.execute(
-                "INSERT INTO runs_blobref (sha, run_id) SELECT s, %s FROM unnest(%s::text[]) AS s "
-                "ON CONFLICT DO NOTHING",
-                [run.pk, sorted(refs)],
-            )
+            blob_refs_write(cur, run, refs)
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, TypeGuard
+from typing import Any
 
 import psycopg
 from django.conf import settings
@@ -216,11 +216,7 @@ class _CallRows:
         limit = self.limit
         for index, call in enumerate(calls):
             call_id = next(self.ids)
-            output = call.get("output")
-            if _plain(output, limit):
-                blob, size = "", len(output)
-            else:
-                output, blob, size, _ = body_split(output, self.refs, limit)
+            output, blob, size, _ = body_split(call.get("output"), self.refs, limit)
             arguments = call.get("arguments")
             self.rows.append((
                 call_id, turn_id, rollout_id, parent, index, (call.get("call_id") or "")[:200],
@@ -232,12 +228,6 @@ class _CallRows:
             sub_calls = call.get("sub_calls")
             if sub_calls:
                 self.add(sub_calls, turn_id, rollout_id, call_id)
-
-
-def _plain(text: Any, limit: int) -> TypeGuard[str]:
-    """A body stored as it is (most are): ASCII text within `limit` with no inline image, so
-    body_split would hand it back unchanged; checked in C, without its calls per body."""
-    return type(text) is str and len(text) <= limit and text.isascii() and "data:image/" not in text
 
 
 def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[str]) -> None:
@@ -257,14 +247,10 @@ def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[st
         for rollout_id, r in fresh:
             for index, turn in enumerate(r.get("turns") or ()):
                 turn_id = next(turn_ids)
-                content = turn.get("content")
+                content, blob, size, images = body_split(turn.get("content"), refs, limit)
                 metadata = turn.get("metadata")
-                if _plain(content, limit):
-                    blob, size = "", len(content)
-                else:
-                    content, blob, size, images = body_split(content, refs, limit)
-                    if images:
-                        metadata = {**(metadata or {}), "images": [*((metadata or {}).get("images") or []), *images]}
+                if images:
+                    metadata = {**(metadata or {}), "images": [*((metadata or {}).get("images") or []), *images]}
                 write((
                     turn_id, rollout_id, index, (turn.get("role") or "")[:32], content, blob, size,
                     turn.get("reasoning") or "", _int(turn.get("input_tokens")), _int(turn.get("output_tokens")),
