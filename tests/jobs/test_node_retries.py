@@ -102,9 +102,9 @@ def test_lost_local_process_is_retried_until_the_policy_is_used_up(
     assert f"attempt 2 of run {job.run.public_id} done" in job.log_tail
     page = _page(client, team, job)
     assert 'id="job-attempts"' in page and "vanished without recording an exit code" in page
-    # The timeline tells the two submissions' dispatches apart.
+    # The timeline tells the two attempts' dispatches apart.
     dispatches = [e.reason for e in job.events.all() if e.to_status == "submitting"]
-    assert dispatches == ["dispatch attempt 1", "dispatch attempt 1 of submission 2"]
+    assert dispatches == ["dispatch attempt 1", "dispatch attempt 1 (job attempt 2)"]
 
 
 def test_no_retry_left_fails_and_says_so(team: Any, local_cluster: Any, launch: Any, work: Path) -> None:

@@ -83,8 +83,8 @@ def job_dispatch(*, job_id: int, worker: str = "") -> str:
         if Job.objects.filter(pk=job_id, status=JobStatus.PENDING).update(
             status=JobStatus.SUBMITTING, attempts=F("attempts") + 1
         ):
-            # Attempts count again from 1 after a node-failure resubmission: say which submission it is.
-            again = f" of submission {job.node_retries + 1}" if job.node_retries else ""
+            # Dispatch attempts count from 1 again after a node-failure retry: say which job attempt it is.
+            again = f" (job attempt {job.node_retries + 1})" if job.node_retries else ""
             job_event(job, JobStatus.PENDING, JobStatus.SUBMITTING, f"dispatch attempt {job.attempts + 1}{again}")
         elif job.status in (JobStatus.SUBMITTING, JobStatus.CANCELLING) and not job.external_id:
             # We hold the lock, so whoever set SUBMITTING is gone (worker killed mid-submit).
