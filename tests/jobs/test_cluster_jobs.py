@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -212,7 +213,7 @@ def test_slurm_resources_the_cluster_lacks_fail_before_submit(slurm_cluster_row:
 @pytest.mark.slurm
 def test_slurm_requeue_is_shown_with_its_reason_and_continues_into_the_same_run(
         client: Any, team: Any, slurm_cluster: Any, slurm_cluster_row: Any, probe_template: Any, launch: Any,
-        work: Path) -> None:
+        work: Path, live_server: Any, browser_page: Any, screenshot_dir: str) -> None:
     from deeprepo_web.jobs.services.launch import job_cancel
 
     out = work / "p.json"
@@ -230,6 +231,10 @@ def test_slurm_requeue_is_shown_with_its_reason_and_continues_into_the_same_run(
     client.force_login(team.viewer)
     page = client.get(f"/p/{team.project.slug}/jobs/{job.public_id}/").content.decode()
     assert 'id="job-status">requeued<' in page and "1 time by the cluster" in page
+    shown = browser_page(team.viewer)
+    shown.goto(f"{live_server.url}/p/{team.project.slug}/jobs/{job.public_id}/")
+    assert shown.locator("#job-status").inner_text() == "requeued"
+    shown.screenshot(path=os.path.join(screenshot_dir, "job-requeued.png"), full_page=True)
     job.run.refresh_from_db()
     assert job.run.status == "running"  # the run waits for the program to come back, not finished
     job_cancel(job=job, user=team.editor)  # cancel works from requeued too
