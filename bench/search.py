@@ -5,7 +5,9 @@ size and build time, and what the search indexes cost ingest.
 
 A scratch database (`deeprepo_bench_search`) is seeded by `manage.py seed_scale`, a few rare texts are
 planted (0.02 % of turns, 0.005 % of tool calls), then the indexer (beat's search_index_update) copies
-every body into search_doc with its tsvector: timed, and sized with its GIN indexes. Each query runs `--repeat` times
+every body into search_doc: timed, and sized with its indexes (search_doc is one plain table: the words
+GIN is an expression over the body, no stored tsvector; a trigram GIN; btrees on rollout and run; the
+(src, obj) key). Each query runs `--repeat` times
 through the same selector as the page (`search_page`, first page of 50). `--reuse` keeps a database
 seeded before at the same size.
 
@@ -89,13 +91,11 @@ def build_index(url: str) -> dict[str, Any]:
     with connection.cursor() as cur:
         cur.execute("ANALYZE search_doc")
         sizes = {}
-        for rel in ("search_doc", "search_doc_tsv", "search_doc_trgm", "search_doc_rollout", "search_doc_pkey",
-                    "runs_turn", "runs_toolcall", "runs_rollout"):
-            # Summed over the partitions (search_doc is partitioned by run; the parent holds nothing).
-            # (pg_partition_tree has no rows for a plain table: then the table itself.)
+        for rel in ("search_doc", "search_doc_tsv", "search_doc_trgm", "search_doc_rollout", "search_doc_run",
+                    "search_doc_pkey", "runs_turn", "runs_toolcall", "runs_rollout"):
+            # search_doc whole (heap, TOAST and every index); each index and each runs table on its own.
             size = "pg_total_relation_size" if rel == "search_doc" else "pg_relation_size"
-            cur.execute(f"SELECT coalesce(sum({size}(relid))::bigint, {size}(%s::regclass)) FROM pg_partition_tree(%s)",
-                        [rel, rel])
+            cur.execute(f"SELECT {size}(%s::regclass)", [rel])
             sizes[rel] = cur.fetchone()[0]
     print(f"indexed {rows} rows in {seconds:.0f}s", file=sys.stderr)
     return {"rows": rows, "seconds": seconds, "bytes": sizes}

@@ -45,11 +45,8 @@ def disk_per_rollout(conn: psycopg.Connection[Any]) -> dict[str, Any]:
         (SELECT coalesce(sum(octet_length(content) + octet_length(reasoning)), 0) FROM runs_turn)
       + (SELECT coalesce(sum(octet_length(output) + octet_length(coalesce(arguments::text, ''))), 0) FROM runs_toolcall)
       + (SELECT coalesce(sum(octet_length(final_answer) + octet_length(error)), 0) FROM runs_rollout)""")
-    # Summed over partitions (search_doc is partitioned by run; a partitioned parent holds nothing).
-    # (pg_partition_tree has no rows for a plain table: then the table itself.)
-    sizes = {t: _one(conn, "SELECT coalesce(sum(pg_total_relation_size(relid))::bigint, "
-                     "pg_total_relation_size(to_regclass(%s))) "
-                     "FROM pg_partition_tree(to_regclass(%s))", [t, t]) or 0 for t in TABLES}
+    # Each table with its TOAST and indexes (none is partitioned; a missing one counts 0).
+    sizes = {t: _one(conn, "SELECT pg_total_relation_size(to_regclass(%s))", [t]) or 0 for t in TABLES}
     run_tables = sum(v for k, v in sizes.items() if k != "search_doc" and k != "runs_metric")
     return {
         "rollouts": rollouts, "raw_text_bytes_per_rollout": round(raw / rollouts),
