@@ -10,7 +10,7 @@ from django.db import connection
 
 from deeprepo_web.analysis.grpo import DeadRule
 from deeprepo_web.runs.models import Run
-from deeprepo_web.runs.selectors import finite_or_none, reward_bounds
+from deeprepo_web.runs.selectors import REWARD_BOUNDS_SQL, finite_or_none, reward_bounds
 
 HEALTH_MAX_STEPS = 5000
 
@@ -112,24 +112,25 @@ def grpo_health(*, run: Run, max_steps: int = HEALTH_MAX_STEPS,
 # day: a key that no longer matches (a newer rollout, a rewrite) just ages out.
 HEALTH_CACHE_SECONDS = 24 * 3600
 
-# The state of a run's rollouts in one index read: the newest rollout id and the run's updated_at.
-_STATE_SQL = ("SELECT (SELECT max(id) FROM runs_rollout WHERE run_id = %(run)s), updated_at "
-              "FROM runs_run WHERE id = %(run)s")
+# What the answer depends on, in one round trip through indexes: the reward range, the newest
+# rollout id and when rollouts last changed in place.
+_STATE_SQL = (f"SELECT b.lo, b.hi, (SELECT max(id) FROM runs_rollout WHERE run_id = %(run)s), r.rollouts_rewritten_at "
+              f"FROM runs_run r, ({REWARD_BOUNDS_SQL}) b(lo, hi) WHERE r.id = %(run)s")
 
 
 def grpo_health_cached(*, run: Run, max_steps: int = HEALTH_MAX_STEPS) -> dict[str, Any]:
     """`grpo_health` as a dict, computed once per state of the run's rollouts: the key is the newest
     rollout id (ingest appends), the reward range (it sets the dead-group rule) and the run's
-    updated_at, which `runs.services.runs_rewritten` moves when rollouts change in place (a rebuild,
-    rewards attached by an import keep every id). A hit costs two index reads, no rescan."""
-    bounds = reward_bounds(run=run)
+    rollouts_rewritten_at, which `runs.services.runs_rewritten` moves when rollouts change in place
+    (a rebuild, rewards attached by an import keep every id). Points arriving do not change it. A
+    hit costs one query, no rescan."""
     with connection.cursor() as cur:  # read here, not from `run`: the caller's copy may be older
         cur.execute(_STATE_SQL, {"run": run.pk})
-        newest, updated = cur.fetchone() or (None, None)
-    stamp = updated.isoformat() if updated else ""  # no spaces: a memcached key takes none
-    key = f"grpo-health:2:{run.pk}:{newest}:{bounds[0]!r}:{bounds[1]!r}:{stamp}:{max_steps}"
+        lo, hi, newest, rewritten = cur.fetchone() or (None, None, None, None)
+    stamp = rewritten.isoformat() if rewritten else ""  # no spaces: a memcached key takes none
+    key = f"grpo-health:3:{run.pk}:{newest}:{lo!r}:{hi!r}:{stamp}:{max_steps}"
     found: dict[str, Any] | None = cache.get(key)
     if found is None:
-        found = grpo_health(run=run, max_steps=max_steps, bounds=bounds).as_dict()
+        found = grpo_health(run=run, max_steps=max_steps, bounds=(lo, hi)).as_dict()
         cache.set(key, found, HEALTH_CACHE_SECONDS)
     return found

@@ -56,6 +56,10 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # When rollouts last changed in place (same ids: a rebuild, rewards attached by an import): what
+    # is keyed on the newest rollout id (the run page's GRPO health) adds this. Not updated_at: every
+    # batch of points moves that, and a live run's health would be computed again at each poll.
+    rollouts_rewritten_at = models.DateTimeField(null=True, blank=True)
     # A cache of aggregates (last reward, counts ...) for list pages; rebuilt from rows when in doubt.
     summary = models.JSONField(default=dict, blank=True)
     # Set when an editor asked to delete a run too big to delete within the request: the worker

@@ -54,11 +54,16 @@ class Series:
         }
 
 
+# The run's lowest and highest finite reward: both ends of the (run, reward) index. A query of its
+# own (reward_bounds) or a subquery of a bigger one (the GRPO health's cache key).
+REWARD_BOUNDS_SQL = ("SELECT min(reward), max(reward) FROM runs_rollout WHERE run_id = %(run)s "
+                     "AND reward > '-Infinity'::float8 AND reward < 'Infinity'::float8")
+
+
 def reward_bounds(*, run: Run) -> tuple[float | None, float | None]:
-    """The run's lowest and highest finite reward (both ends of the (run, reward) index), or Nones."""
+    """The run's lowest and highest finite reward, or Nones."""
     with connection.cursor() as cur:
-        cur.execute("SELECT min(reward), max(reward) FROM runs_rollout WHERE run_id = %s "
-                    "AND reward > '-Infinity'::float8 AND reward < 'Infinity'::float8", [run.pk])
+        cur.execute(REWARD_BOUNDS_SQL, {"run": run.pk})
         lo, hi = cur.fetchone()
     return lo, hi
 

@@ -121,12 +121,13 @@ def run_touch(*, run: Run) -> None:
 
 def runs_rewritten(*, run_ids: Iterable[int]) -> None:
     """Rollouts of these runs changed in place (same ids, so their newest rollout says nothing): a
-    rebuild, rewards attached later. Their updated_at moves, always, in one UPDATE, so what is keyed
-    on it (the run page's GRPO health, report panels' stamps) sees a new state. Call it in the
-    transaction that rewrote them: the new rows and the new stamp commit together."""
+    rebuild, rewards attached later. Their rollouts_rewritten_at and updated_at move, always, in one
+    UPDATE, so what is keyed on them (the run page's GRPO health, report panels' stamps) sees a new
+    state. Call it in the transaction that rewrote them: the new rows and the new stamp commit together."""
     ids = sorted(set(run_ids))
     if ids:
-        Run.objects.filter(pk__in=ids).update(updated_at=timezone.now())
+        now = timezone.now()
+        Run.objects.filter(pk__in=ids).update(updated_at=now, rollouts_rewritten_at=now)
 
 
 def run_name_free(*, project: Project, name: str, limit: int = 200) -> str:

@@ -1,5 +1,6 @@
 """The run page's GRPO health is computed once per state of the run's rollouts: a refresh without new
-rollouts reads two index entries and the cache, a new rollout (or an in-place rebuild) gives a new answer."""
+rollouts reads one row of index entries and the cache, a new rollout (or an in-place rebuild) gives a
+new answer, and metric points arriving in between (a live run) do not."""
 
 from __future__ import annotations
 
@@ -39,10 +40,32 @@ def test_a_refresh_without_new_rollouts_does_no_rescan(client: Any, team: Any) -
     assert _health_scans(first) == 1 and one["step"] == [0] and one["frac_dead"] == [0.5]
     with CaptureQueriesContext(connection) as again:
         two = client.get(url).json()
-    # The second read: session, user, membership and run as before, then the reward range and the
-    # newest rollout id, and no pass over the rollouts.
+    # The second read: session, user, membership and run as before, then the reward range, the
+    # newest rollout id and the rewrite stamp in one query, and no pass over the rollouts.
     assert _health_scans(again) == 0 and two == one
     assert len(again.captured_queries) == len(first.captured_queries) - 1
+
+
+def test_points_arriving_keep_the_answer(client: Any, team: Any, api: Any) -> None:
+    """A live run logs metric points between its rollout batches, and each batch moves the run's
+    updated_at (runs.services.run_touch): the open run page's next poll still finds its health."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from deeprepo_web.runs.models import Run
+
+    run = _run(team)
+    client.force_login(team.viewer)
+    url = reverse("run_health", args=["demo", run.public_id])
+    one = client.get(url).json()
+    Run.objects.filter(pk=run.pk).update(updated_at=timezone.now() - timedelta(minutes=1))  # a touch is due
+    before = Run.objects.get(pk=run.pk).updated_at
+    assert api.post(f"/runs/{run.public_id}/metrics", [{"step": 1, "values": {"loss": 0.5}}]).status_code == 200
+    assert Run.objects.get(pk=run.pk).updated_at > before  # the points did touch the run
+    with CaptureQueriesContext(connection) as ctx:
+        two = client.get(url).json()
+    assert _health_scans(ctx) == 0 and two == one
 
 
 def test_a_new_rollout_changes_the_answer(client: Any, team: Any) -> None:
