@@ -12,9 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection
-
 from deeprepo_web.analysis import stats
+from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.runs.models import Run, RunKind
 
 MAX_ROLLOUTS = 20_000
@@ -63,7 +62,7 @@ def wants_summary(*, run: Run, has_step_rollouts: bool) -> bool:
 
 def run_eval_summary(*, run: Run) -> EvalSummary | None:
     """The summary of `run`'s rollouts, or None when it has none."""
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute(
             "SELECT count(*), count(reward), avg(num_turns), avg(input_tokens), avg(output_tokens), sum(cost), "
             "count(*) FILTER (WHERE error <> '') FROM runs_rollout WHERE run_id = %s",
@@ -126,7 +125,7 @@ def eval_mean_rewards(*, runs: list[Run]) -> dict[int, tuple[float, int]]:
     if not runs:
         return {}
     evals = [r.pk for r in runs if r.kind == RunKind.EVAL]
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute(
             "SELECT run_id, avg(reward), count(reward), bool_or(step IS NOT NULL) FROM runs_rollout "
             "WHERE run_id = ANY(%s) AND reward IS NOT NULL AND reward <> 'NaN' "

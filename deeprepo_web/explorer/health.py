@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache
-from django.db import connection
 
 from deeprepo_web.analysis.grpo import DeadRule
+from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.runs.models import Run
 from deeprepo_web.runs.selectors import REWARD_BOUNDS_SQL, finite_or_none, reward_bounds
 
@@ -84,7 +84,7 @@ def grpo_health(*, run: Run, max_steps: int = HEALTH_MAX_STEPS,
     rewards, as on the Groups tab. The latest `max_steps` steps are kept.
     """
     rule = DeadRule.for_rewards(*(bounds or reward_bounds(run=run)))
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute(_HEALTH_SQL, {"run": run.pk, "tol": rule.tol, "fail_at": rule.fail_at, "pass_at": rule.pass_at,
                                   "limit": max_steps})
         rows = cur.fetchall()
@@ -124,7 +124,7 @@ def grpo_health_cached(*, run: Run, max_steps: int = HEALTH_MAX_STEPS) -> dict[s
     rollouts_rewritten_at, which `runs.services.runs_rewritten` moves when rollouts change in place
     (a rebuild, rewards attached by an import keep every id). Points arriving do not change it. A
     hit costs one query, no rescan."""
-    with connection.cursor() as cur:  # read here, not from `run`: the caller's copy may be older
+    with read_cursor() as cur:  # read here, not from `run`: the caller's copy may be older
         cur.execute(_STATE_SQL, {"run": run.pk})
         lo, hi, newest, rewritten = cur.fetchone() or (None, None, None, None)
     stamp = rewritten.isoformat() if rewritten else ""  # no spaces: a memcached key takes none

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db import connection
 from django.utils import timezone
 
+from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.runs.models import FINAL_RUN_STATUSES, Run
 
 # Seconds between polls: quick while points keep arriving, slow once the run has gone quiet.
@@ -35,7 +35,7 @@ class LiveState:
 
 
 def run_live_state(*, run: Run) -> LiveState:
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute(
             "SELECT max(last_step), count(*), coalesce(sum(count), 0), "
             "(SELECT max(id) FROM runs_rollout WHERE run_id = %(r)s) FROM runs_metricseries WHERE run_id = %(r)s",

@@ -6,11 +6,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
-
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.front.paging import KeysetPage, SortKey, id_key, keyset_page
 from deeprepo_web.labels.selectors import label_names, runs_marked_with, with_label_counts
+from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.runs.ingest.metrics import ROLLUP_WIDTHS
 from deeprepo_web.runs.models import MetricSeries, Run
 from deeprepo_web.runs.selectors import finite_or_none
@@ -103,7 +102,7 @@ def run_facets(*, project: Project) -> dict[str, list[str]]:
         out[column] = list(
             base.exclude(**{column: ""}).order_by(column).values_list(column, flat=True).distinct()[:200]
         )
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute(
             "SELECT DISTINCT t FROM runs_run, unnest(tags) AS t WHERE project_id = %s ORDER BY t LIMIT 200",
             [project.pk],
@@ -161,7 +160,7 @@ def run_rewards(*, runs: list[Run]) -> dict[int, RunReward]:
                 break
         level_of[sid] = level
     values: dict[int, list[tuple[int, float | None]]] = {sid: [] for sid, *_ in chosen.values()}
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         if raw_ids:
             cur.execute(
                 "SELECT series_id, step, value FROM runs_metric WHERE series_id = ANY(%s) ORDER BY series_id, step",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.labels.models import Label, Mark, MarkStatus
+from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.runs.models import Run
 
 
@@ -30,7 +30,7 @@ def labels_on_rollouts(rollout_ids: list[int]) -> list[tuple[Label, set[int]]]:
     if not rollout_ids:
         return []
     marked: dict[int, set[int]] = {}
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute("SELECT label_id, rollout_id FROM labels_mark WHERE rollout_id = ANY(%s) AND status <> %s",
                     [rollout_ids, MarkStatus.REJECTED.value])
         for label_id, rollout_id in cur.fetchall():

@@ -1,6 +1,7 @@
 """The database router installed with a replica: reads go to it only inside a page request that
 middleware.py marked, that has not written yet, and while the replica is alive and close behind.
-`read_alias` is that decision for code that reads through a raw cursor (search's SQL)."""
+`read_alias` is that decision, and `read_cursor` a cursor there, for code that reads through raw SQL
+(the selectors' aggregates, search): a page reads all its data from one database."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from django.db import connections
+from django.db.backends.utils import CursorWrapper
 
 from deeprepo_web.replica.health import REPLICA, replica_state
 
@@ -21,6 +23,12 @@ def read_alias() -> str:
     if may_read_replica.get() and not connections["default"].in_atomic_block and replica_state().serves_reads:
         return REPLICA
     return "default"
+
+
+def read_cursor() -> CursorWrapper:
+    """A cursor for a read in raw SQL, on the database the ORM's reads go to now (see read_alias).
+    Only for reads: a write through it could land on the replica, which refuses it."""
+    return connections[read_alias()].cursor()
 
 
 class ReplicaRouter:

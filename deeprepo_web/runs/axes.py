@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-from django.db import connection, transaction
+from django.db import transaction
 
+from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.runs.models import MetricAxis, MetricSeries, Run
 
 MAX_AXES = 500  # definitions kept per run (a glob counts once)
@@ -46,7 +47,7 @@ def series_x_values(*, run: Run, x_key: str, steps: list[int]) -> list[float | N
         return None
     if not steps:
         return []
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute("SELECT step, value FROM runs_metric WHERE series_id = %s AND step = ANY(%s::bigint[])",
                     [series_id, steps])
         at = dict(cur.fetchall())

@@ -6,10 +6,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection
 from django.db.models import QuerySet
 
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.runs.ingest.metrics import ROLLUP_WIDTHS
 from deeprepo_web.runs.models import MetricSeries, Run
 
@@ -62,7 +62,7 @@ REWARD_BOUNDS_SQL = ("SELECT min(reward), max(reward) FROM runs_rollout WHERE ru
 
 def reward_bounds(*, run: Run) -> tuple[float | None, float | None]:
     """The run's lowest and highest finite reward, or Nones."""
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute(REWARD_BOUNDS_SQL, {"run": run.pk})
         lo, hi = cur.fetchone()
     return lo, hi
@@ -97,7 +97,7 @@ def series_downsampled(*, run: Run, key: str, buckets: int = 1000,
     span = hi - lo + 1
     width = max(1, math.ceil(span / buckets))
     whole = lo == series.first_step and hi == series.last_step
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         if (whole and series.count <= buckets) or width < ROLLUP_WIDTHS[0]:
             origin = lo
             width = 1 if whole and series.count <= buckets else width
@@ -174,7 +174,7 @@ def series_extremes(*, run: Run, key: str, start: int, end: int) -> dict[str, An
     if series is None:
         return None
     out: dict[str, Any] = {"key": key, "start": start, "end": end, "min": None, "max": None}
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         for name, order in (("min", "ASC"), ("max", "DESC")):
             cur.execute(
                 "SELECT step, value FROM runs_metric WHERE series_id = %s AND step BETWEEN %s AND %s AND "
@@ -207,7 +207,7 @@ def series_after(*, run: Run, after: int, key: str | None = None,
     out: dict[str, Any] = {"after": after, "points": {}, "truncated": []}
     if not ids:
         return out
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         # Per series the (series_id, step) primary key gives the newest points in order.
         cur.execute(
             "SELECT m.series_id, m.step, m.value, m.time FROM unnest(%s::bigint[]) AS s(id) "

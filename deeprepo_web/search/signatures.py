@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db import connection
-
+from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.runs.models import Run
 from deeprepo_web.search.chart import HEIGHT, WIDTH, Bar
 
@@ -71,7 +70,7 @@ def _bars(per_step: dict[int, int], lo: int, hi: int) -> list[Bar]:
 
 def error_signatures(*, run: Run) -> tuple[list[Signature], tuple[int, int] | None]:
     """The run's most repeated error signatures, and its step range (for the bars)."""
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute("SET LOCAL statement_timeout = 20000")
         cur.execute(_SQL, [run.pk, run.pk])
         rows = cur.fetchall()

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
 from django.db.models import Avg, Count, F, Q
 from django.db.models.functions import Coalesce
 
 from deeprepo_web.analysis.grpo import DeadRule, GroupStats, group_stats
 from deeprepo_web.front.paging import KeysetPage, SortKey, id_key, keyset_page, list_after, offset_page
+from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
 from deeprepo_web.runs.selectors import reward_bounds
 
@@ -105,7 +105,7 @@ def rollout_page(
 def rollout_steps(*, run: Run, limit: int = 100_000) -> list[int | None]:
     """Distinct steps that have rollouts, ascending (None first), by a skip scan over the
     (run, step, example) index: cost grows with the number of steps, not of rollouts."""
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute(
             """
             WITH RECURSIVE s(step) AS (
@@ -141,7 +141,7 @@ class StepNav:
 def step_nav(*, run: Run, step: int | None) -> StepNav:
     """The existing steps before and after `step` (None: the unstepped rollouts), the first and the
     last: five LIMIT 1 index reads on (run, step), one round trip, however many steps the run has."""
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute(
             """
             SELECT (SELECT step FROM runs_rollout WHERE run_id = %(run)s AND step < %(step)s ORDER BY step DESC LIMIT 1),
@@ -163,7 +163,7 @@ def step_nav(*, run: Run, step: int | None) -> StepNav:
 def rollout_stop_conditions(*, run: Run, sample: int = 5000) -> list[str]:
     """Stop conditions seen among the run's latest `sample` rollouts (a hint for the filter, bounded)."""
     # One scan of the run's rollouts: reading stop_condition there spares a join back by id.
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute(
             "SELECT DISTINCT s FROM (SELECT stop_condition AS s FROM runs_rollout WHERE run_id = %s "
             "ORDER BY id DESC LIMIT %s) latest WHERE s <> '' ORDER BY s LIMIT 50",

@@ -132,6 +132,35 @@ def test_a_dead_replica_falls_back_to_the_primary(pair: Pair, web: Web):
     _poll(lambda: _keep_days(reader, web)[1] == "serving", "reads back on the restarted replica")
 
 
+def _health_mean(session, web: Web, run: str) -> list[float]:
+    """The run page's GRPO health (raw SQL in explorer.health, cached by its state) as the session's user sees it."""
+    res = session.get(web.base + reverse("run_health", args=[SLUG, run]), timeout=60)
+    assert res.status_code == 200, res.text[:300]
+    return res.json()["mean"]
+
+
+def test_raw_sql_reads_come_from_the_replica_too(pair: Pair, web: Web):
+    """Selectors that aggregate in raw SQL (GRPO health, charts, groups) read where the ORM does."""
+    run = pair.ids["run"]
+    rollouts = f"run_id = (SELECT id FROM runs_run WHERE public_id = '{run}')"
+    reader = _reader(pair, web)
+    before = _health_mean(reader, web, run)
+    assert before and all(m is not None and m < 10 for m in before)
+    _paused(pair, True)
+    try:
+        pair.sql(pair.primary, f"UPDATE runs_rollout SET reward = reward + 10 WHERE {rollouts}")
+        # The primary has the new rewards: a writer's read (pinned to it here by a fresh login) shows them.
+        assert all(m >= 10 for m in _health_mean(web.login("writer"), web, run))
+        # The reader's health ran on the replica, which has not replayed them.
+        assert _health_mean(reader, web, run) == before
+    finally:
+        _paused(pair, False)
+    try:
+        _poll(lambda: all(m >= 10 for m in _health_mean(reader, web, run)), "the replica replaying the rewards")
+    finally:
+        pair.sql(pair.primary, f"UPDATE runs_rollout SET reward = reward - 10 WHERE {rollouts}")
+
+
 def _search_found(session, web: Web, q: str) -> tuple[int, int]:
     """(rollouts the search page lists, rollouts the search API answers) for `q`, as the session's user."""
     page = session.get(web.base + reverse("search", args=[SLUG]), params={"q": q}, timeout=60)

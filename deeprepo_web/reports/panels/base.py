@@ -12,9 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection
-
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.runs.models import Run
 
 MAX_PANEL_RUNS = 10
@@ -99,7 +98,7 @@ def run_stamps(project: Project, ids: Sequence[str]) -> dict[str, list[Any]]:
     """{run public id: its stamp} for the runs of `project` among `ids`, in one query."""
     if not ids:
         return {}
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute(_STAMP_SQL, [project.pk, sorted(set(ids))])
         return {row[0]: [str(row[1]), *row[2:]] for row in cur.fetchall()}
 
@@ -107,7 +106,7 @@ def run_stamps(project: Project, ids: Sequence[str]) -> dict[str, list[Any]]:
 def project_stamp() -> list[Any]:
     """For a panel that names no run (a project-wide search): the newest rollout and how far the search
     indexer has read (the search table keeps no id)."""
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute("SELECT (SELECT max(id) FROM runs_rollout), (SELECT sum(last_id) FROM search_watermark)")
         return list(cur.fetchone() or [])
 

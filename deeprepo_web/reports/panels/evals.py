@@ -7,10 +7,9 @@ import json
 import math
 from typing import Any
 
-from django.db import connection
-
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.explorer.evalsummary import run_eval_summary
+from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.reports.panels.base import Field, PanelKind, fmt, id_list, num, runs_live, runs_named
 
 RAW_EXAMPLES = 20  # the r1/r2 lines list this many examples' rewards
@@ -99,7 +98,7 @@ def _is_num(v: Any) -> bool:
 
 def raw_summary_compute(project: Project, params: dict[str, Any]) -> dict[str, Any]:
     run = runs_live(project, [params.get("run", "")])[0]
-    with connection.cursor() as cur:
+    with read_cursor() as cur:
         cur.execute(_AGG_SQL, [run.pk])
         n, rm, rs, tm, ts, tin, tout, trm, trs, n_ex, dmin, dmean, dmax = cur.fetchone()
         cur.execute(_COMPONENTS_SQL, [run.pk])
