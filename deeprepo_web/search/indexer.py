@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 
-from deeprepo_web.replica.router import read_alias
+from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.search.texts import BODIES, TABLES
 
 WINDOW = 20_000
@@ -70,7 +70,7 @@ def search_index_update(*, budget_seconds: float = 20.0) -> int:
 def search_index_lag() -> int:
     """Rows logged but not yet searchable (approximate: ids past each source's watermark), as seen
     where the search page reads (the replica's copy lags with its watermarks)."""
-    with connections[read_alias()].cursor() as cur:
+    with read_cursor() as cur:
         parts = " + ".join(
             f"greatest(0, (SELECT coalesce(max(id), 0) FROM {table}) - "
             f"coalesce((SELECT last_id FROM search_watermark WHERE src = '{src}'), 0))"
