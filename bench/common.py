@@ -18,6 +18,13 @@ ROOT = Path(__file__).resolve().parent.parent
 BASE_URL = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 
 
+def samples_dir() -> Path:
+    """The real sample files: $DEEPREPO_SAMPLES, else ../shared/samples beside the checkout (as the tests
+    find them, tests/conftest.py)."""
+    env = os.environ.get("DEEPREPO_SAMPLES")
+    return Path(env) if env else ROOT.parent / "shared" / "samples"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -1,16 +1,18 @@
 """Issue 30 item 5 at one size: a database of N seeded rollouts measured whole, with the benches that exist.
 
     python bench/scale.py --rollouts 100000 [--reuse] [--requests 20] [--repeat 5] [--ingest-rollouts 2000]
+                          [--database NAME]
 
-Database `bench_scale_<N>` (kept for later runs: `--reuse`), filled by `manage.py seed_scale` (COPY) with
-the rare texts bench/search.py plants; the search indexer then reads everything (bench/search.build_index:
-its rate is the indexer's throughput). Then:
+Database `bench_scale_<N>`, or `--database NAME` (kept for later runs: `--reuse`), filled by
+`manage.py seed_scale` (COPY) with the rare texts bench/search.py plants; the search indexer then reads
+everything (bench/search.build_index: its rate is the indexer's throughput). Then:
 - disk per rollout: tables, indexes, search, blobs (bench/storage.disk_per_rollout), and ÷ raw text;
 - search first page p95: words, substring / regex (bench/search.time_queries, the page's selector);
 - page p95 over HTTP on a real gunicorn, logged in (bench/pages.py's measure): explorer, run page,
   GRPO health, rollouts list, a trajectory, search (word, substring, regex), compare;
-- ingest into this database against an empty one (`bench_scale_empty`), through the ingest service,
-  alone and with the indexer running beside it (bench/search.ingest_cost), each in its own process.
+- ingest into this database against an empty one (`<database>_empty`, dropped afterwards), through the
+  ingest service, alone and with the indexer running beside it (bench/search.ingest_cost), each in its
+  own process. Two runs at once clash on nothing when their sizes or `--database` names differ.
 Last line: one JSON object.
 """
 
@@ -30,7 +32,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import pages, search, storage  # noqa: E402
-from bench.common import ROOT, api_key, db_url, p95, scratch_database, web_server  # noqa: E402
+from bench.common import BASE_URL, ROOT, api_key, db_url, p95, scratch_database, web_server  # noqa: E402
 
 PROJECT = "scale"  # the project seed_scale fills for pages.py and search.py alike
 TARGET_PAGE_MS = 200.0
@@ -44,10 +46,17 @@ def _ingest(database: str, rollouts: int) -> dict[str, Any]:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def _empty_database() -> str:
-    name = "bench_scale_empty"
+def _empty_database(base: str) -> str:
+    """`<base>_empty`: named after this run's database, so runs of other sizes or names beside this one
+    do not drop it under each other's ingest."""
+    name = f"{base}_empty"
     api_key(scratch_database(name), PROJECT)  # its --create makes the project ingest_cost logs into
     return name
+
+
+def _drop_database(name: str) -> None:
+    with psycopg.connect(BASE_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _page_set(url: str) -> dict[str, tuple[str, dict[str, str] | None]]:
@@ -95,7 +104,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs of each search query")
     parser.add_argument("--ingest-rollouts", type=int, default=2000, help="0: skip the ingest comparison")
     parser.add_argument("--ingest-only", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--database", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--database", default=None, help="the scratch database's name (default bench_scale_<N>); "
+                                                        "the ingest comparison's empty one is <name>_empty")
     args = parser.parse_args()
 
     if args.ingest_only:  # the child of _ingest
@@ -106,7 +116,7 @@ def main() -> None:
         print(json.dumps(search.ingest_cost(args.ingest_rollouts)))
         return
 
-    name = f"bench_scale_{args.rollouts}"
+    name = args.database or f"bench_scale_{args.rollouts}"
     search._database_arg(name)  # noqa: SLF001 - search.py's way to name its scratch database
     url = db_url(name)
     t0 = time.monotonic()
@@ -128,7 +138,11 @@ def main() -> None:
     ingest: dict[str, Any] = {}
     if args.ingest_rollouts:
         ingest["into_this"] = _ingest(name, args.ingest_rollouts)
-        ingest["into_empty"] = _ingest(_empty_database(), args.ingest_rollouts)
+        empty_db = _empty_database(name)
+        try:
+            ingest["into_empty"] = _ingest(empty_db, args.ingest_rollouts)
+        finally:
+            _drop_database(empty_db)
         full, empty = ingest["into_this"]["ingest_rollouts_per_s_alone"], ingest["into_empty"]["ingest_rollouts_per_s_alone"]
         ingest["rate_vs_empty"] = round(full / empty, 3) if empty else None
     worst = max((v["p95_ms"] for k, v in page_p95.items() if not k.startswith("search")), default=None)

@@ -7,8 +7,9 @@ Reads a database seeded by bench/search.py (seed_scale + the search index). Part
 table, index and the search table per rollout against the raw text. Part two copies the bodies of a
 sample of rollouts into scratch tables, each with one compression setting, forcing every value to be
 compressed afresh (`|| ''`: Postgres keeps an already-compressed value as it is), and sizes them.
-Part three does the same with real agent traces (../shared/samples: OpenHands, SWE-agent), whose
-bodies are longer than seed_scale's. Scratch tables are dropped at the end.
+Part three does the same with real agent traces ($DEEPREPO_SAMPLES, else ../shared/samples: OpenHands,
+SWE-agent), whose bodies are longer than seed_scale's; without them it is skipped and says why.
+Scratch tables are dropped at the end.
 Last line: one JSON object.
 """
 
@@ -25,9 +26,8 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.common import db_url  # noqa: E402
+from bench.common import db_url, samples_dir  # noqa: E402
 
-SAMPLES = ROOT.parent / "shared" / "samples"
 # (name, column compression, toast_tuple_target): Postgres compresses a row only past the target
 # (2 kB by default), so short bodies stay raw whatever the method.
 VARIANTS = [("pglz", "pglz", None), ("lz4", "lz4", None), ("lz4_t128", "lz4", 128)]
@@ -67,6 +67,7 @@ def _scratch(conn: psycopg.Connection[Any], name: str, method: str, target: int 
 
 
 def compression_on_seeded(conn: psycopg.Connection[Any], sample: int) -> dict[str, Any]:
+    sample = min(sample, _one(conn, "SELECT count(*) FROM runs_rollout"))  # a small database: all of it
     last = _one(conn, "SELECT id FROM runs_rollout ORDER BY id OFFSET %s LIMIT 1", [sample - 1])
     raw = _one(conn, "SELECT sum(octet_length(content) + octet_length(reasoning)) FROM runs_turn WHERE rollout_id <= %s",
                [last]) + _one(conn, "SELECT sum(octet_length(output) + octet_length(coalesce(arguments::text, ''))) "
@@ -100,22 +101,27 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def real_bodies() -> list[str]:
+def real_bodies(samples: Path) -> list[str]:
     """The long strings of the real agent traces: turn texts, observations, tool outputs, patches."""
     bodies: list[str] = []
-    for path in sorted(SAMPLES.glob("openhands/*.jsonl")):
+    for path in sorted(samples.glob("openhands/*.jsonl")):
         for line in path.read_text().splitlines():
             if line.strip():
                 bodies += _strings(json.loads(line))
-    for path in sorted(SAMPLES.glob("swe_agent/*.traj")):
+    for path in sorted(samples.glob("swe_agent/*.traj")):
         bodies += _strings(json.loads(path.read_text()))
     return [b for b in bodies if len(b) >= 200]  # bodies, not the traces' short metadata fields
 
 
 def compression_on_real(conn: psycopg.Connection[Any]) -> dict[str, Any]:
-    bodies = real_bodies()
+    samples = samples_dir()
+    bodies = real_bodies(samples)
     raw = sum(len(b.encode()) for b in bodies)
-    out: dict[str, Any] = {"bodies": len(bodies), "raw_bytes": raw}
+    out: dict[str, Any] = {"samples": str(samples), "bodies": len(bodies), "raw_bytes": raw}
+    if not bodies:
+        out["skipped"] = f"no OpenHands or SWE-agent trace under {samples} (set DEEPREPO_SAMPLES)"
+        print(f"real bodies: skipped, {out['skipped']}", file=sys.stderr)
+        return out
     for name, method, target in VARIANTS:
         _scratch(conn, f"scratch_real_{name}", method, target, "id bigint, body text")
         with conn.cursor().copy(f"COPY scratch_real_{name} (id, body) FROM STDIN") as copy:

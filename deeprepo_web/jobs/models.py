@@ -124,6 +124,9 @@ class JobStatus(models.TextChoices):
 FINAL_JOB_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.LOST})
 # States in which a job exists (or may exist) on the cluster and sync_jobs follows it.
 ACTIVE_JOB_STATUSES = frozenset({JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.REQUEUED, JobStatus.CANCELLING})
+# Prefix of Job.error while its cluster's queue has no live worker (services/workers.py writes it,
+# sync clears it when one answers). Kept here so the job page can tell a wait from a failure.
+WAIT_ERROR = "waiting for a worker on"
 
 
 class Job(models.Model):
@@ -175,6 +178,11 @@ class Job(models.Model):
     def can_cancel(self) -> bool:
         return self.status in {JobStatus.PENDING, JobStatus.SUBMITTING, JobStatus.QUEUED, JobStatus.RUNNING,
                                JobStatus.REQUEUED}
+
+    @property
+    def is_waiting_for_worker(self) -> bool:
+        """Job.error holds a wait, not a failure: the job is fine, nobody listens on its queue yet."""
+        return self.error.startswith(WAIT_ERROR)
 
     @property
     def duration_seconds(self) -> float | None:

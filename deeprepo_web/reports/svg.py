@@ -13,6 +13,7 @@ from django.utils.safestring import SafeString, mark_safe
 W, H = 600, 220  # a chart in a two-column row; a full-width one is WIDE wide at the same height
 WIDE = 1000
 PAD_L, PAD_R, PAD_T, PAD_B = 52, 12, 10, 26
+AXIS_NAME_H = 16  # the extra bottom room of an x-axis with a name under its ticks
 
 
 @dataclass
@@ -54,8 +55,12 @@ def _label(v: float) -> str:
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
-def line_chart(lines: Sequence[Line], *, title: str = "", wide: bool = False, x_name: str = "step") -> SafeString:
+def line_chart(lines: Sequence[Line], *, title: str = "", wide: bool = False, x_name: str = "step",
+               x_label: str = "") -> SafeString:
+    """`x_label` is written under the x-axis's ticks (its unit, e.g. "minutes since …"); the plot
+    gives up that line's height. Without it the axis is unnamed, as for steps, which need no unit."""
     w = WIDE if wide else W
+    pad_b = PAD_B + (AXIS_NAME_H if x_label else 0)
     pts = [(x, y) for ln in lines for x, y in zip(ln.xs, ln.ys, strict=False) if y is not None]
     if not pts:
         return mark_safe('<p class="muted">No points to draw.</p>')
@@ -71,14 +76,18 @@ def line_chart(lines: Sequence[Line], *, title: str = "", wide: bool = False, x_
         return PAD_L + (x - x0) / (x1 - x0) * (w - PAD_L - PAD_R)
 
     def sy(y: float) -> float:
-        return PAD_T + (y1 - y) / (y1 - y0) * (H - PAD_T - PAD_B)
+        return PAD_T + (y1 - y) / (y1 - y0) * (H - PAD_T - pad_b)
 
     parts = [f'<svg class="chart" viewBox="0 0 {w} {H}" role="img" aria-label="{escape(title)}">']
     for t in _ticks(y0, y1):
         parts.append(f'<line class="grid" x1="{PAD_L}" x2="{w - PAD_R}" y1="{sy(t):.1f}" y2="{sy(t):.1f}"/>'
                      f'<text class="tick" x="{PAD_L - 6}" y="{sy(t) + 4:.1f}" text-anchor="end">{_label(t)}</text>')
     for t in _ticks(x0, x1, 6):
-        parts.append(f'<text class="tick" x="{sx(t):.1f}" y="{H - 8}" text-anchor="middle">{_label(t)}</text>')
+        parts.append(f'<text class="tick" x="{sx(t):.1f}" y="{H - 8 - (pad_b - PAD_B)}" '
+                     f'text-anchor="middle">{_label(t)}</text>')
+    if x_label:
+        parts.append(f'<text class="axis-name" x="{(PAD_L + w - PAD_R) / 2:.1f}" y="{H - 6}" '
+                     f'text-anchor="middle">{escape(x_label)}</text>')
     for ln in lines:
         d, pen = [], "M"
         for x, y in zip(ln.xs, ln.ys, strict=False):

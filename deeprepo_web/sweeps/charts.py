@@ -130,4 +130,4 @@ def best_so_far(sweep: Sweep, trials: list[Trial]) -> SafeString:
     lines = [Line(f"best {sweep.metric} so far", "#2563eb", xs, best),
              Line(f"{sweep.metric} of each trial", "#9ca3af", xs, list(values), dashed=True)]
     return line_chart(lines, title=f"best {sweep.metric} so far (minutes since the sweep started)", wide=True,
-                      x_name="minutes")
+                      x_name="minutes", x_label="minutes since the sweep started")

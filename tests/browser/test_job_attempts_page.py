@@ -1,5 +1,6 @@
 """The job page of a job retried after node failures, in Chromium: every attempt listed with its
-cluster id, times, state and reason, while the page polls itself; no script error or CSP violation.
+cluster id, times, state and reason, while the page polls itself; the timeline names each
+dispatch's job attempt; no script error or CSP violation.
 Real worker, beat, Redis, local processes killed with their wrapper (lost: no exit code)."""
 
 from __future__ import annotations
@@ -50,5 +51,10 @@ def test_job_page_lists_every_attempt_of_a_retried_job(
     assert states == ["lost", "lost", "succeeded"]
     assert "vanished without recording an exit code" in rows.nth(0).inner_text()
     assert page.locator("#job-node-retries").inner_text().startswith("2 of 2 used")
+    # The timeline tells each attempt's dispatch apart: dispatch attempts count from 1 again after
+    # a node-failure retry, so the job attempt is named beside them.
+    reasons = page.locator("table.events tbody tr td:nth-child(3)").all_inner_texts()
+    assert [r for r in reasons if r.startswith("dispatch attempt")] == [
+        "dispatch attempt 1", "dispatch attempt 1 (job attempt 2)", "dispatch attempt 1 (job attempt 3)"]
     page.screenshot(path=os.path.join(screenshot_dir, "job-attempts.png"), full_page=True)
     assert page.watched.errors == []

@@ -46,6 +46,13 @@ def test_tpe_sweep_page_draws_trials_and_charts(
     assert page.locator("#sweep-trials tbody tr").count() == 8
     assert page.locator("svg.parcoords path.trial-line").count() >= 1
     assert page.locator("#sweep-best-chart svg path").count() == 2  # best so far, and each trial's value
+    # The x-axis's unit is written under its tick labels, clear of them.
+    axis_name = page.locator("#sweep-best-chart svg text.axis-name")
+    assert axis_name.text_content() == "minutes since the sweep started"
+    name_box = axis_name.bounding_box()
+    tick_bottoms = [b["y"] + b["height"] for t in page.locator("#sweep-best-chart svg text.tick").all()
+                    if (b := t.bounding_box()) and b["y"] > name_box["y"] - 40]
+    assert tick_bottoms and max(tick_bottoms) <= name_box["y"] + 1
     page.screenshot(path=os.path.join(screenshot_dir, "sweep-page.png"), full_page=True)
     page.goto(f"{live_server.url}/p/{team.project.slug}/sweeps/new/demo-grpo/")
     page.screenshot(path=os.path.join(screenshot_dir, "sweep-form.png"), full_page=True)

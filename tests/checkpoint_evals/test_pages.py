@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -29,8 +30,14 @@ def test_editor_adds_a_rule_and_a_bad_one_is_refused(client: Any, team: Any, loc
     res = client.post(url, _form(local_cluster, trigger="steps", path_template="{output_dir}/{artifact}",
                                  every_steps="10"))
     assert res.status_code == 422 and "a steps rule has none" in res.content.decode()
+    # The service's refusal sits beside the field it names; the form's own one (no cluster) too.
+    assert re.search(r'data-field="path_template">\{artifact\} names a logged artifact; a steps rule has none',
+                     res.content.decode())
+    res = client.post(url, {**_form(local_cluster), "cluster": ""})
+    assert res.status_code == 422 and 'data-field="cluster">This field is required.' in res.content.decode()
+    assert not CheckpointRule.objects.exists()
     res = client.post(url, _form(local_cluster))
-    assert res.status_code == 302
+    assert res.status_code == 302 and res["Location"] == url
     rule = CheckpointRule.objects.get()
     assert rule.run_id == job.run.pk and rule.path_param == "checkpoint"
 

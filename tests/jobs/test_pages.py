@@ -261,3 +261,37 @@ def test_template_form_saves_the_retry_policy_and_refuses_a_bad_one(client: Any,
     assert template.max_node_retries == 3
     r = client.get(f"/p/demo/jobs/templates/{template.pk}/")
     assert 'name="max_node_retries"' in r.content.decode() and 'value="3"' in r.content.decode()
+
+
+def _box(page: str, text: str) -> str:
+    """The opening tag of the element whose text starts with `text`."""
+    tags = re.findall(r"<p [^>]*>(?=" + re.escape(text) + ")", page)
+    assert len(tags) == 1, (text, tags)
+    return tags[0]
+
+
+def test_waiting_for_a_worker_is_a_notice_and_a_failure_is_the_error_box(
+        client: Any, team: Any, tmp_path: Any) -> None:
+    from deeprepo_web.jobs.services.clusters import cluster_save
+    from deeprepo_web.jobs.services.launch import job_launch
+    from deeprepo_web.jobs.services.templates import template_save
+
+    bare = template_save(project=team.project, slug="bare", name="Bare", kind="train", command_template="true",
+                         params_schema=[])
+    # No worker listens on this queue: the launch itself notes the wait on the job.
+    lonely = cluster_save(project=team.project, name="lonely", kind="local", queue="nobody-listens-here",
+                          settings_in={"state_dir": str(tmp_path / "jobs")})
+    waiting = job_launch(project=team.project, template=bare, cluster=lonely, params={}, user=team.editor)
+    waiting.refresh_from_db()
+    assert waiting.error == "waiting for a worker on lonely (no worker listens on queue 'nobody-listens-here')"
+    page = _login(client, team.viewer).get(f"/p/demo/jobs/{waiting.public_id}/").content.decode()
+    assert _box(page, "waiting for a worker on lonely") == '<p class="notice job-waiting" role="status" id="job-waiting">'
+    assert "job-error" not in page
+    # The htmx poll of the same page keeps the notice (the box lives in the polled part).
+    part = client.get(f"/p/demo/jobs/{waiting.public_id}/", headers={"HX-Request": "true"}).content.decode()
+    assert 'class="notice job-waiting"' in part and "job-error" not in part
+
+    Job.objects.filter(pk=waiting.pk).update(status="failed", error="exit code 3: out of memory")
+    page = client.get(f"/p/demo/jobs/{waiting.public_id}/").content.decode()
+    assert _box(page, "exit code 3: out of memory") == '<p class="job-error" id="job-error">'
+    assert "job-waiting" not in page

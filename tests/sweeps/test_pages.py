@@ -65,6 +65,9 @@ def test_sweep_page_shows_trials_charts_and_cancels_all(client: Any, team: Any, 
     assert "1 complete" in page and 'id="sweep-trials"' in page
     assert 'class="chart parcoords"' in page and 'class="trial-line"' in page
     assert "best reward so far" in page
+    # The x-axis names its unit under its ticks, not only in the chart's accessible title.
+    best = page.split('id="sweep-best-chart"', 1)[1].split("</svg>", 1)[0]
+    assert '<text class="axis-name"' in best and ">minutes since the sweep started</text>" in best
     assert "<code>0.01, 0.1, 0.3</code>" in page  # the space as written
     assert "Cancel all" not in page  # a viewer reads, never cancels
     assert client.post(f"/p/{team.project.slug}/sweeps/{sweep.public_id}/cancel/").status_code in (403, 404)

@@ -16,6 +16,7 @@ from deeprepo_web.importers.models import ImportOrigin
 from deeprepo_web.jobs.models import (
     ACTIVE_JOB_STATUSES,
     FINAL_JOB_STATUSES,
+    WAIT_ERROR,
     Cluster,
     ClusterKind,
     Job,
@@ -25,7 +26,7 @@ from deeprepo_web.jobs.services.clusters import backend_for_cluster
 from deeprepo_web.jobs.services.launch import job_enqueue, stale_after
 from deeprepo_web.jobs.services.retries import attempt_mark, job_resubmit, retries_exhausted_note, retry_due
 from deeprepo_web.jobs.services.state import advisory_lock, finalize, job_event
-from deeprepo_web.jobs.services.workers import WAIT_ERROR, queues_live, waiting_message
+from deeprepo_web.jobs.services.workers import queues_live, waiting_message
 from deeprepo_web.runs.models import Run, RunStatus
 from deeprepo_web.text import clean_text
 from workers.backends import Backend, BackendError, JobState

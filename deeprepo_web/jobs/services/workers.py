@@ -14,12 +14,10 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from deeprepo_web.jobs.models import Cluster, WorkerQueue
+from deeprepo_web.jobs.models import WAIT_ERROR, Cluster, WorkerQueue
 from deeprepo_web.jobs.services.errors import JobInputError
 
 QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}")
-# Prefix of Job.error while its cluster's queue has no live worker (cleared when one answers).
-WAIT_ERROR = "waiting for a worker on"
 
 
 def heartbeat_seconds() -> float:
