@@ -129,12 +129,25 @@ COUNT_MS = 150
 GUESS_MS = 3000
 
 
+def _estimated_hits(spec: SearchSpec) -> float:
+    sql, params = S.hits_estimate(spec)
+    plan = _run(sql, params, COUNT_MS)[0][0]
+    return float((json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"])
+
+
 def _walk(spec: SearchSpec) -> bool:
     """Whether many bodies match: count them through the index, up to WALK_AFTER_HITS and for at most
-    COUNT_MS (counting two common words at 1M rollouts took 0.4 s, longer than the walk itself)."""
+    COUNT_MS (counting two common words at 1M rollouts took 0.4 s, longer than the walk itself).
+
+    The planner's estimate comes first (under a millisecond): when it already says many, the count is
+    skipped. It would end the same way: the planner scans the table for a common text, which finds
+    WALK_AFTER_HITS or runs out of COUNT_MS (both mean walk) on any table too big to scan in COUNT_MS;
+    it cost every common-word page those 150 ms (docs/scale.md, "The search page's fixed costs")."""
     if not spec.q:
         return False
     if not spec.indexed:  # no index narrows it (spec_parse allowed it in a bounded scope): walk that scope
+        return True
+    if _estimated_hits(spec) >= WALK_AFTER_HITS:
         return True
     sql, params = S.hits_capped(spec, WALK_AFTER_HITS)
     try:

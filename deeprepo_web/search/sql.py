@@ -84,6 +84,14 @@ def hits_sql(spec: SearchSpec, *, run_ids: list[int], outer: bool = False) -> Sq
     return " UNION ALL ".join(parts), out_params
 
 
+def hits_estimate(spec: SearchSpec) -> Sql:
+    """The planner's guess of how many bodies match (EXPLAIN, nothing read): the statistics of the
+    words index (its most common lexemes) or of the body (pattern selectivity)."""
+    match, params = doc_match(spec)
+    return (f"EXPLAIN (FORMAT JSON) SELECT 1 FROM search_doc d WHERE d.src = ANY(%s) AND {match}",
+            [sources_for(spec), *params])
+
+
 def hits_capped(spec: SearchSpec, cap: int) -> Sql:
     """How many bodies match, counting no further than `cap`."""
     match, params = doc_match(spec)
