@@ -65,13 +65,14 @@ def p95(values: list[float]) -> float | None:
 
 
 @contextmanager
-def web_server(url: str, workers: int = 2, threads: int = 4) -> Iterator[str]:
+def web_server(url: str, workers: int = 2, threads: int = 4, root: Path = ROOT) -> Iterator[str]:
+    """gunicorn serving the checkout at `root` (another worktree's code, for an A/B bench)."""
     port = free_port()
     env = {**os.environ, "DATABASE_URL": url, "DEEPREPO_CONN_MAX_AGE": "600", "LOG_LEVEL": "WARNING"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "deeprepo_web.wsgi", "-b", f"127.0.0.1:{port}", "-w", str(workers),
          "--threads", str(threads), "--timeout", "300", "--log-level", "warning"],
-        cwd=ROOT, env=env,
+        cwd=root, env=env,
     )
     site = f"http://127.0.0.1:{port}"
     try:
