@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
 
 PAGES = {
     "rare_word": "q=quota+exceeded",
@@ -33,7 +33,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--explain", action="store_true")
     parser.add_argument("--counts", action="store_true", help="the lazy counts request (the chart) instead of the page")
+    parser.add_argument("--checkout", type=Path, default=ROOT, help="whose code serves the page (another worktree)")
     args = parser.parse_args()
+    sys.path.insert(0, str(args.checkout.resolve()))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
     import django
 

@@ -120,7 +120,9 @@ def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: 
     order = f" ORDER BY r.id {way}" if ordered else ""
     if not spec.q:
         return f"SELECT r.id, 0, ARRAY[]::text[] FROM runs_rollout r WHERE {where}{order}", params
-    hits, hit_params = S.hits_sql(spec, run_ids=scope.run_ids, outer=walk)
+    # A project-wide search leaves the runs to the join below: a list of every run on search_doc made
+    # the planner walk search_doc_run and test each body (>20 s for a common word at 1,000 runs).
+    hits, hit_params = S.hits_sql(spec, run_ids=scope.run_ids, outer=walk, doc_runs=bool(spec.run))
     agg = (f"count(*) AS n, (array_agg(m.src || ':' || m.obj ORDER BY m.turn_index NULLS FIRST, m.obj))"
            f"[1:{SNIPPETS_PER_ROLLOUT}] AS firsts")
     if walk:

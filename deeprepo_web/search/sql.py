@@ -55,11 +55,13 @@ def sources_for(spec: SearchSpec) -> list[str]:
     return [FIELDS[spec.field][0]] if spec.field else SOURCES
 
 
-def hits_sql(spec: SearchSpec, *, run_ids: list[int], outer: bool = False) -> Sql:
+def hits_sql(spec: SearchSpec, *, run_ids: list[int], outer: bool = False, doc_runs: bool = True) -> Sql:
     """Rows (rollout_id, turn_index, src, obj): one per matching turn, call, rollout text or prompt.
 
     With `outer`, only the hits of the outer query's rollout `r` (a LATERAL subquery that walks the
-    rollouts newest first: the fast way when the text is common). Without, every hit the indexes find."""
+    rollouts newest first: the fast way when the text is common). Without, every hit the indexes find,
+    in `run_ids`; with `doc_runs` False the documents' own run is not tested (the caller's join to
+    runs_rollout keeps the runs)."""
     match, params = doc_match(spec)
     join, join_params = _field_match(spec)
     sources = sources_for(spec)
@@ -67,9 +69,12 @@ def hits_sql(spec: SearchSpec, *, run_ids: list[int], outer: bool = False) -> Sq
     out_params: list[Any] = []
     direct = [s for s in sources if s != "prompt"]
     if direct:
-        near, near_params = ("d.rollout_id = r.id", []) if outer else ("d.run_id = ANY(%s)", [run_ids])
+        if outer:
+            near, near_params = " AND d.rollout_id = r.id", []
+        else:
+            near, near_params = (" AND d.run_id = ANY(%s)", [run_ids]) if doc_runs else ("", [])
         parts.append(f"SELECT d.rollout_id, d.turn_index, d.src, d.obj FROM search_doc d{join} "
-                     f"WHERE d.src = ANY(%s) AND {near} AND {match}")
+                     f"WHERE d.src = ANY(%s){near} AND {match}")
         out_params += [*join_params, direct, *near_params, *params]
     if "prompt" in sources:
         if outer:
