@@ -1,0 +1,73 @@
+"""What a search page does not pay for as the data grows: a hit count the planner already answers,
+a model per run of the project, rollouts per step of runs the chart does not show (docs/scale.md)."""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from deeprepo_web.search import selectors
+from deeprepo_web.search.selectors import search_counts, search_scope
+from deeprepo_web.search.spec import spec_parse
+
+from .conftest import _ingest, _turn, rec
+
+
+def _counted(queries: CaptureQueriesContext) -> list[str]:
+    return [q["sql"] for q in queries.captured_queries if "SELECT count(*) FROM (SELECT 1 FROM search_doc" in q["sql"]]
+
+
+def test_a_text_the_planner_calls_common_is_walked_without_counting_its_hits(team, corpus, monkeypatch):
+    monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 100)
+    with connection.cursor() as cur:  # 400 bodies with one word, and statistics that know it
+        cur.execute("INSERT INTO search_doc (src, obj, rollout_id, run_id, turn_index, body) "
+                    "SELECT 'turn', 10000000 + g, %s, %s, 0, 'boilerplate ' || g FROM generate_series(1, 400) g",
+                    [corpus.ids["giveup"], corpus.run.pk])
+        cur.execute("ANALYZE search_doc")
+    with CaptureQueriesContext(connection) as common:
+        assert selectors._walk(spec_parse({"q": "boilerplate"})) is True
+    assert _counted(common) == []  # the estimate (~400) said enough: the count would have said the same
+    with CaptureQueriesContext(connection) as rare:
+        assert selectors._walk(spec_parse({"q": "give up"})) is False
+    assert len(_counted(rare)) == 1  # a low estimate is only a guess: the index counts
+
+
+def test_the_page_loads_no_model_per_run_of_the_project(client, team, corpus):
+    from deeprepo_web.runs.services import run_create
+
+    for i in range(30):
+        run_create(project=team.project, name=f"idle-{i:02}", environment="env")
+    client.force_login(team.viewer)
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(f"{reverse('search', args=['demo'])}?q=give+up").content.decode()
+    assert f"/rollouts/{corpus.ids['giveup']}/" in html and "second-run" in html
+    assert html.count('<option value="') - html.count('<option value="" ') >= 32  # every run is offered
+    whole_runs = [q["sql"] for q in queries.captured_queries
+                  if 'FROM "runs_run"' in q["sql"] and '"runs_run"."name"' in q["sql"]
+                  and "LIMIT" not in q["sql"] and '"runs_run"."id" IN' not in q["sql"]]
+    assert whole_runs == []  # names only of the results' runs, and of the 500 the run filter lists
+
+
+def test_the_chart_counts_rollouts_per_step_in_the_runs_it_shows(client, team, corpus):
+    from deeprepo_web.runs.services import run_create
+
+    quiet, _ = run_create(project=team.project, name="quiet-run", environment="env")
+    _ingest(quiet, [rec("ex-q", uid=f"quiet-{i}", step=i, turns=[_turn("Nothing to see.")]) for i in range(3)])
+    spec = spec_parse({"q": "give up"})
+    scope = search_scope(project=team.project, spec=spec)
+    every = search_counts(scope=scope, spec=spec)
+    assert every[quiet.pk] == {0: (0, 1), 1: (0, 1), 2: (0, 1)}  # the report panel's counts keep every run
+
+    with CaptureQueriesContext(connection) as queries:
+        shown = search_counts(scope=scope, spec=spec, top=50)
+    assert shown == {k: v for k, v in every.items() if k != quiet.pk}
+    totals = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT r.run_id, r.step, count(*) "
+                                                                                "FROM runs_rollout r WHERE")]
+    assert len(totals) == 1 and str(quiet.pk) not in totals[0].split("ANY(")[1].split(")")[0]
+    # Two runs with one match each, and top=1: the tie keeps both (a chart breaks it by name).
+    assert search_counts(scope=scope, spec=spec, top=1).keys() == {corpus.run.pk, corpus.other_run.pk}
+
+    client.force_login(team.viewer)
+    html = client.get(reverse("search_counts", args=["demo"]) + "?q=give+up").content.decode()
+    assert "search-run" in html and "second-run" in html and "quiet-run" not in html
