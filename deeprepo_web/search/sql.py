@@ -69,10 +69,12 @@ def hits_sql(spec: SearchSpec, *, run_ids: list[int], outer: bool = False, doc_r
     out_params: list[Any] = []
     direct = [s for s in sources if s != "prompt"]
     if direct:
+        near = ""
+        near_params: list[Any] = []
         if outer:
-            near, near_params = " AND d.rollout_id = r.id", []
-        else:
-            near, near_params = (" AND d.run_id = ANY(%s)", [run_ids]) if doc_runs else ("", [])
+            near = " AND d.rollout_id = r.id"
+        elif doc_runs:
+            near, near_params = " AND d.run_id = ANY(%s)", [run_ids]
         parts.append(f"SELECT d.rollout_id, d.turn_index, d.src, d.obj FROM search_doc d{join} "
                      f"WHERE d.src = ANY(%s){near} AND {match}")
         out_params += [*join_params, direct, *near_params, *params]
