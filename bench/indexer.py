@@ -72,19 +72,21 @@ def _ingest(run: Any, batches: list[list[dict[str, Any]]], rate: float = 0) -> f
 
 
 def _searches() -> dict[str, float]:
+    from bench.ingest import contents
     from deeprepo_web.accounts.models import Project
     from deeprepo_web.search.selectors import search_page, search_scope
     from deeprepo_web.search.spec import spec_parse
 
     project = Project.objects.get(slug="scale")
+    text = contents()[0]  # what the new turns say ("agent1234 tool567 ..."): their index entries are read
     out = {}
-    # Words of bench/ingest.py's texts ("agent1234 ..."), so the new rows' index entries are read.
-    for label, params in (("word_ms", {"q": "agent4242 tool77"}), ("substring_ms", {"q": "ent4242 too",
-                                                                                       "mode": "substring"})):
+    for label, params in (("word_ms", {"q": " ".join(text.split()[:2])}),
+                          ("substring_ms", {"q": text[3:14], "mode": "substring"})):
         spec = spec_parse(params)
         t0 = time.perf_counter()
-        search_page(scope=search_scope(project=project, spec=spec), spec=spec, per_page=50)
+        found, _ = search_page(scope=search_scope(project=project, spec=spec), spec=spec, per_page=50)
         out[label] = round((time.perf_counter() - t0) * 1000, 1)
+        assert found, params  # the search did read the new rows
     return out
 
 
