@@ -259,6 +259,9 @@ DEEPREPO_SWEEP_SECONDS = float(env_str("DEEPREPO_SWEEP_SECONDS", "2"))
 # its worker: beat sends either again.
 DEEPREPO_IMPORT_STALE_SECONDS = float(env_str("DEEPREPO_IMPORT_STALE_SECONDS", "120"))
 DEEPREPO_SEARCH_INDEX_SECONDS = float(env_str("DEEPREPO_SEARCH_INDEX_SECONDS", "5"))
+# Windows of a search index backlog indexed side by side, each a Postgres backend busy with GIN upkeep
+# (search/indexer.py): more than the database server's cores gains nothing.
+DEEPREPO_SEARCH_INDEX_WORKERS = env_int("DEEPREPO_SEARCH_INDEX_WORKERS", 2)
 # Deleting a run: up to this many rollouts it goes within the request (~1-3 s per 10^4 rollouts, see
 # bench/run_delete.py); a bigger run is deleted by the worker while the runs table says "deleting".
 # A deletion asked for this long ago and not done lost its message or its worker: beat sends it again.
