@@ -51,6 +51,8 @@ def test_job_page_lists_every_attempt_of_a_retried_job(
     assert states == ["lost", "lost", "succeeded"]
     assert "vanished without recording an exit code" in rows.nth(0).inner_text()
     assert page.locator("#job-node-retries").inner_text().startswith("2 of 2 used")
+    # Each attempt was submitted at its first try: no "Dispatch attempts 1" beside "2 of 2 used".
+    expect(page.locator(".job-facts")).not_to_contain_text("Dispatch attempts")
     # The timeline tells each attempt's dispatch apart: dispatch attempts count from 1 again after
     # a node-failure retry, so the job attempt is named beside them.
     reasons = page.locator("table.events tbody tr td:nth-child(3)").all_inner_texts()
