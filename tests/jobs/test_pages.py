@@ -317,3 +317,26 @@ def test_dispatch_attempts_show_only_when_a_submit_was_retried(client: Any, team
     Job.objects.filter(pk=job.pk).update(node_retries=0)
     page = client.get(f"/p/demo/jobs/{job.public_id}/").content.decode()
     assert "3 <span class=\"muted\">(tries to submit the job to the cluster;" in page
+
+
+def test_an_attempt_never_seen_running_says_so_instead_of_a_dash(client: Any, team: Any, cluster: Cluster) -> None:
+    """An attempt that went queued → succeeded between two state syncs has no start time: the
+    Attempts table says it was not seen running, and shows no made-up time."""
+    from django.utils import timezone
+
+    from deeprepo_web.jobs.models import JobAttempt
+    from deeprepo_web.jobs.services.launch import job_launch
+    from deeprepo_web.jobs.services.templates import template_save
+
+    bare = template_save(project=team.project, slug="bare", name="Bare", kind="train", command_template="true",
+                         params_schema=[], max_node_retries=1)
+    job = job_launch(project=team.project, template=bare, cluster=cluster, params={}, user=team.editor)
+    now = timezone.now()
+    JobAttempt.objects.create(job=job, number=1, external_id="x-1", submitted_at=now, started_at=now,
+                              finished_at=now, state="lost", reason="node died")
+    JobAttempt.objects.create(job=job, number=2, external_id="x-2", submitted_at=now, finished_at=now,
+                              state="succeeded")
+    JobAttempt.objects.create(job=job, number=3, external_id="x-3", submitted_at=now)
+    page = _login(client, team.viewer).get(f"/p/demo/jobs/{job.public_id}/").content.decode()
+    started = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r'<td class="nowrap attempt-started"[^>]*>(.*?)</td>', page)]
+    assert started == [timezone.localtime(now).strftime("%H:%M:%S"), "not seen running", "—"]
