@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -23,6 +24,9 @@ class Line:
     xs: Sequence[float]
     ys: Sequence[float | None]
     dashed: bool = False
+    # "line" joins the points; "step" holds each value until the next x (a running best, which
+    # only changes when a new point beats it); "dots" marks each point and joins none.
+    shape: Literal["line", "step", "dots"] = "line"
 
 
 def smooth(ys: Sequence[float | None], alpha: float) -> list[float | None]:
@@ -88,23 +92,39 @@ def line_chart(lines: Sequence[Line], *, title: str = "", wide: bool = False, x_
     if x_label:
         parts.append(f'<text class="axis-name" x="{(PAD_L + w - PAD_R) / 2:.1f}" y="{H - 6}" '
                      f'text-anchor="middle">{escape(x_label)}</text>')
-    for ln in lines:
-        d, pen = [], "M"
-        for x, y in zip(ln.xs, ln.ys, strict=False):
-            if y is None:
-                pen = "M"
-                continue
-            d.append(f"{pen}{sx(x):.1f},{sy(y):.1f}")
-            pen = "L"
-        dash = ' stroke-dasharray="4 3"' if ln.dashed else ""
-        parts.append(f'<path d="{" ".join(d)}" stroke="{escape(ln.color)}" fill="none" stroke-width="1.8"{dash}>'
-                     f"<title>{escape(ln.name)}</title></path>")
-        if len(d) == 1:
-            cx, cy = d[0][1:].split(",")
-            parts.append(f'<circle cx="{cx}" cy="{cy}" r="3" fill="{escape(ln.color)}"/>')
+    # Later lines are drawn on top: a chart lists its lines from the back to the front.
+    parts.extend(_draw(ln, [(sx(x), sy(y)) if y is not None else None for x, y in zip(ln.xs, ln.ys, strict=False)])
+                 for ln in lines)
     parts.append("</svg>")
     parts.append(numbers_table(lines, title=title, x_name=x_name))
     return mark_safe("".join(parts))  # noqa: S308 - numbers, and names through escape()
+
+
+def _draw(ln: Line, pts: Sequence[tuple[float, float] | None]) -> str:
+    """One line in chart coordinates (None: a gap)."""
+    color = escape(ln.color)
+    if ln.shape == "dots":
+        # A white ring keeps a dot visible where it sits on another line.
+        dots = "".join(f'<circle cx="{p[0]:.1f}" cy="{p[1]:.1f}" r="3.5"/>' for p in pts if p is not None)
+        return (f'<g class="dots" fill="{color}" stroke="#fff" stroke-width="1.2"><title>{escape(ln.name)}</title>'
+                f"{dots}</g>")
+    d: list[str] = []
+    pen = "M"
+    for p in pts:
+        if p is None:
+            pen = "M"
+            continue
+        if ln.shape == "step" and pen == "L":
+            d.append(f"H{p[0]:.1f}")  # the previous value holds until this point's x
+        d.append(f"{pen}{p[0]:.1f},{p[1]:.1f}")
+        pen = "L"
+    dash = ' stroke-dasharray="4 3"' if ln.dashed else ""
+    out = (f'<path d="{" ".join(d)}" stroke="{color}" fill="none" stroke-width="1.8"{dash}>'
+           f"<title>{escape(ln.name)}</title></path>")
+    if len(d) == 1:
+        cx, cy = d[0][1:].split(",")
+        out += f'<circle cx="{cx}" cy="{cy}" r="3" fill="{color}"/>'
+    return out
 
 
 def numbers_table(lines: Sequence[Line], *, title: str, x_name: str) -> str:

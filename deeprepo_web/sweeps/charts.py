@@ -2,12 +2,14 @@
 
 Parallel coordinates: one vertical axis per swept parameter and one for the metric, a line per
 trial that has a value, coloured from worst (light) to best (dark). Best so far: the best value
-among trials finished up to each trial's end, over wall time, with every value as a dot.
+among trials finished up to each trial's end, over wall time, as a step line, with every trial's
+value as a dot on top.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from django.utils.html import escape
@@ -16,8 +18,10 @@ from django.utils.safestring import SafeString, mark_safe
 from deeprepo_web.reports.svg import Line, line_chart
 from deeprepo_web.sweeps.models import Sweep, Trial, TrialStatus
 
-W, H = 1000, 260
-PAD_X, PAD_T, PAD_B = 70, 24, 30
+W, H = 1000, 276
+# The axes' end labels sit above and below the axes, clear of the lines (which all end on an axis);
+# the bottom padding holds the low label and the axis's name under it.
+PAD_X, PAD_T, PAD_B = 70, 26, 46
 
 
 def _label(v: Any) -> str:
@@ -50,6 +54,28 @@ def _axis(sweep: Sweep, name: str, values: list[Any]) -> tuple[Any, list[tuple[f
     return pos, ticks
 
 
+def _axis_marks(labels: list[str], ticks: list[list[tuple[float, str]]], step: float,
+                y: Callable[[float], float]) -> tuple[list[str], list[str]]:
+    """Each axis with its name and end labels, and apart the labels inside an axis (categories),
+    which the caller draws over the lines."""
+    marks: list[str] = []
+    inner: list[str] = []
+    for i, (label, axis_ticks) in enumerate(zip(labels, ticks, strict=True)):
+        x = PAD_X + i * step
+        marks.append(f'<line class="axis" x1="{x:.1f}" x2="{x:.1f}" y1="{PAD_T}" y2="{H - PAD_B}"/>'
+                     f'<text class="axis-name" x="{x:.1f}" y="{H - 8}" text-anchor="middle">{escape(label)}</text>')
+        for frac, text in axis_ticks:
+            if frac >= 1.0 or frac <= 0.0:
+                ty = PAD_T - 8 if frac >= 1.0 else H - PAD_B + 15
+                marks.append(f'<text class="tick" x="{x:.1f}" y="{ty}" text-anchor="middle">{escape(text)}</text>')
+            else:
+                # Lines meet at a category's point from both sides, except beside the last axis.
+                side = (x + 6, "start") if i == len(labels) - 1 else (x - 6, "end")
+                inner.append(f'<text class="tick inner" x="{side[0]:.1f}" y="{y(frac) + 4:.1f}" '
+                             f'text-anchor="{side[1]}">{escape(text)}</text>')
+    return marks, inner
+
+
 def parallel_coordinates(sweep: Sweep, trials: list[Trial]) -> SafeString:
     shown = [t for t in trials if t.value is not None or (t.status == TrialStatus.PRUNED and t.intermediate)]
     names = list(sweep.space)
@@ -73,13 +99,8 @@ def parallel_coordinates(sweep: Sweep, trials: list[Trial]) -> SafeString:
     finite = sorted(v for v in metric_values if math.isfinite(v))
     parts = [f'<svg class="chart parcoords" viewBox="0 0 {W} {H}" role="img" aria-label="parameters against '
              f'{escape(sweep.metric)}">']
-    for i, (label, (_, ticks)) in enumerate(zip(labels, axes, strict=True)):
-        x = PAD_X + i * step
-        parts.append(f'<line class="axis" x1="{x:.1f}" x2="{x:.1f}" y1="{PAD_T}" y2="{H - PAD_B}"/>'
-                     f'<text class="axis-name" x="{x:.1f}" y="{H - 10}" text-anchor="middle">{escape(label)}</text>')
-        for frac, text in ticks:
-            parts.append(f'<text class="tick" x="{x - 5:.1f}" y="{y(frac) + 4:.1f}" text-anchor="end">'
-                         f'{escape(text)}</text>')
+    axis_marks, inner = _axis_marks(labels, [ticks for _, ticks in axes], step, y)
+    parts.extend(axis_marks)
     for t, value in zip(shown, metric_values, strict=True):
         if not math.isfinite(value):
             continue
@@ -95,6 +116,7 @@ def parallel_coordinates(sweep: Sweep, trials: list[Trial]) -> SafeString:
         parts.append(f'<path class="trial-line" d="{d}" stroke="rgb({shade},{shade + 20},{min(255, shade + 90)})" '
                      f'fill="none" stroke-width="1.8"{dash}><title>trial {t.number} ({escape(t.status)}): '
                      f'{escape(sweep.metric)} {value:.4g}</title></path>')
+    parts.extend(inner)
     parts.append("</svg>")
     parts.append(_trial_numbers(shown, names, metric_values, sweep.metric))
     return mark_safe("".join(parts))  # noqa: S308 - numbers, and names through escape()
@@ -127,7 +149,9 @@ def best_so_far(sweep: Sweep, trials: list[Trial]) -> SafeString:
     best: list[float | None] = []
     for v in values:
         best.append(v if not best else pick(v, best[-1]))  # type: ignore[type-var]
-    lines = [Line(f"best {sweep.metric} so far", "#2563eb", xs, best),
-             Line(f"{sweep.metric} of each trial", "#9ca3af", xs, list(values), dashed=True)]
+    # The best holds until a trial beats it (a step), and each trial is a dot drawn on top: when every
+    # trial is a new best, a line through the trials would lie exactly under the best line, unseen.
+    lines = [Line(f"best {sweep.metric} so far", "#2563eb", xs, best, shape="step"),
+             Line(f"{sweep.metric} of each trial", "#6b7280", xs, list(values), shape="dots")]
     return line_chart(lines, title=f"best {sweep.metric} so far (minutes since the sweep started)", wide=True,
                       x_name="minutes", x_label="minutes since the sweep started")

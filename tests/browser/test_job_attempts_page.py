@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,14 @@ def test_job_page_lists_every_attempt_of_a_retried_job(
     states = [rows.nth(i).locator("td").nth(5).inner_text() for i in range(3)]
     assert states == ["lost", "lost", "succeeded"]
     assert "vanished without recording an exit code" in rows.nth(0).inner_text()
+    # Every ended attempt shows when it started, or says no sync saw it running (attempt 3 ends at once,
+    # often between two syncs): never a bare dash, never a made-up time.
+    started = page.locator("#job-attempts td.attempt-started").all_inner_texts()
+    assert all(re.fullmatch(r"\d\d:\d\d:\d\d|not seen running", s) for s in started), started
     assert page.locator("#job-node-retries").inner_text().startswith("2 of 2 used")
+    # Each attempt was submitted at its first try: no "Dispatch attempts 1" beside "2 of 2 used".
+    expect(page.locator(".job-facts")).not_to_contain_text("Dispatch attempts")
+    assert "{#" not in page.locator("body").inner_text()  # no template comment leaked onto the page
     # The timeline tells each attempt's dispatch apart: dispatch attempts count from 1 again after
     # a node-failure retry, so the job attempt is named beside them.
     reasons = page.locator("table.events tbody tr td:nth-child(3)").all_inner_texts()

@@ -45,7 +45,28 @@ def test_tpe_sweep_page_draws_trials_and_charts(
     expect(page.locator("#sweep-status")).to_have_text("finished", timeout=30_000)
     assert page.locator("#sweep-trials tbody tr").count() == 8
     assert page.locator("svg.parcoords path.trial-line").count() >= 1
-    assert page.locator("#sweep-best-chart svg path").count() == 2  # best so far, and each trial's value
+    # Best so far: the best as a step line, and a dot per complete trial drawn on top of it, so a trial
+    # that was a new best stays visible (a line through them hid under the best line).
+    complete = sweep.trials.filter(value__isnull=False, finished_at__isnull=False).count()
+    assert complete >= 1
+    best_line = page.locator("#sweep-best-chart svg path")
+    expect(best_line).to_have_count(1)
+    assert complete == 1 or "H" in (best_line.get_attribute("d") or "")
+    expect(page.locator("#sweep-best-chart svg g.dots circle")).to_have_count(complete)
+    # Parallel coordinates: every axis's end labels lie above or below the band the lines run in;
+    # a category's label inside an axis is drawn after the lines, over a halo.
+    band = [b for a in page.locator("svg.parcoords line.axis").all() if (b := a.bounding_box())]
+    top, bottom = min(b["y"] for b in band), max(b["y"] + b["height"] for b in band)
+    names_top = min(b["y"] for n in page.locator("svg.parcoords text.axis-name").all() if (b := n.bounding_box()))
+    ends = [b for t in page.locator("svg.parcoords text.tick:not(.inner)").all() if (b := t.bounding_box())]
+    assert len(ends) == 2 * len(band)
+    assert all(b["y"] + b["height"] <= top or (b["y"] >= bottom and b["y"] + b["height"] <= names_top)
+               for b in ends), (top, bottom, names_top, ends)
+    inner = page.locator("svg.parcoords text.tick.inner")
+    expect(inner).to_have_count(1)  # seed's "1"
+    assert inner.evaluate("t => getComputedStyle(t).paintOrder.startsWith('stroke') && "
+                          "[...t.ownerSVGElement.querySelectorAll('.trial-line')].every("
+                          "l => l.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING)")
     # The x-axis's unit is written under its tick labels, clear of them.
     axis_name = page.locator("#sweep-best-chart svg text.axis-name")
     assert axis_name.text_content() == "minutes since the sweep started"

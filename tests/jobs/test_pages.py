@@ -295,3 +295,48 @@ def test_waiting_for_a_worker_is_a_notice_and_a_failure_is_the_error_box(
     page = client.get(f"/p/demo/jobs/{waiting.public_id}/").content.decode()
     assert _box(page, "exit code 3: out of memory") == '<p class="job-error" id="job-error">'
     assert "job-waiting" not in page
+
+
+def test_dispatch_attempts_show_only_when_a_submit_was_retried(client: Any, team: Any, cluster: Cluster) -> None:
+    """The dispatch counter restarts at each node-failure retry: a lone "1" beside "2 of 2 used" read
+    as a contradiction, so the facts show it only when the current attempt needed more than one try."""
+    from deeprepo_web.jobs.services.launch import job_launch
+    from deeprepo_web.jobs.services.templates import template_save
+
+    bare = template_save(project=team.project, slug="bare", name="Bare", kind="train", command_template="true",
+                         params_schema=[], max_node_retries=2)
+    job = job_launch(project=team.project, template=bare, cluster=cluster, params={}, user=team.editor)
+    Job.objects.filter(pk=job.pk).update(status="running", attempts=1, node_retries=2)
+    page = _login(client, team.viewer).get(f"/p/demo/jobs/{job.public_id}/").content.decode()
+    assert "Dispatch attempts" not in page and "2 of 2 used" in page and "{#" not in page
+    Job.objects.filter(pk=job.pk).update(attempts=3)
+    page = client.get(f"/p/demo/jobs/{job.public_id}/").content.decode()
+    dd = re.search(r'<dd id="job-dispatches">(.*?)</dd>', page)
+    assert dd and re.sub(r"<[^>]+>", "", dd.group(1)) == (
+        "3 (tries to submit attempt 3 to the cluster; a transient error is retried)")
+    Job.objects.filter(pk=job.pk).update(node_retries=0)
+    page = client.get(f"/p/demo/jobs/{job.public_id}/").content.decode()
+    assert "3 <span class=\"muted\">(tries to submit the job to the cluster;" in page
+
+
+def test_an_attempt_never_seen_running_says_so_instead_of_a_dash(client: Any, team: Any, cluster: Cluster) -> None:
+    """An attempt that went queued → succeeded between two state syncs has no start time: the
+    Attempts table says it was not seen running, and shows no made-up time."""
+    from django.utils import timezone
+
+    from deeprepo_web.jobs.models import JobAttempt
+    from deeprepo_web.jobs.services.launch import job_launch
+    from deeprepo_web.jobs.services.templates import template_save
+
+    bare = template_save(project=team.project, slug="bare", name="Bare", kind="train", command_template="true",
+                         params_schema=[], max_node_retries=1)
+    job = job_launch(project=team.project, template=bare, cluster=cluster, params={}, user=team.editor)
+    now = timezone.now()
+    JobAttempt.objects.create(job=job, number=1, external_id="x-1", submitted_at=now, started_at=now,
+                              finished_at=now, state="lost", reason="node died")
+    JobAttempt.objects.create(job=job, number=2, external_id="x-2", submitted_at=now, finished_at=now,
+                              state="succeeded")
+    JobAttempt.objects.create(job=job, number=3, external_id="x-3", submitted_at=now)
+    page = _login(client, team.viewer).get(f"/p/demo/jobs/{job.public_id}/").content.decode()
+    started = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r'<td class="nowrap attempt-started"[^>]*>(.*?)</td>', page)]
+    assert started == [timezone.localtime(now).strftime("%H:%M:%S"), "not seen running", "—"]

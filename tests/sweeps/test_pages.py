@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -68,6 +69,17 @@ def test_sweep_page_shows_trials_charts_and_cancels_all(client: Any, team: Any, 
     # The x-axis names its unit under its ticks, not only in the chart's accessible title.
     best = page.split('id="sweep-best-chart"', 1)[1].split("</svg>", 1)[0]
     assert '<text class="axis-name"' in best and ">minutes since the sweep started</text>" in best
+    # The best is a step line; each trial is a dot drawn after it, so on top (a trial that is a new
+    # best would otherwise hide under the best line).
+    assert best.count("<path ") == 1 and re.search(r'<path d="M[^"]*"', best)
+    assert best.index("<path ") < best.index('<g class="dots"')
+    assert best.split('<g class="dots"', 1)[1].count("<circle ") == 1  # the one complete trial
+    # Parallel coordinates: lr's middle category is labelled over the lines (drawn after them), its
+    # ends above and below the axis, where no line runs.
+    par = page.split('class="chart parcoords"', 1)[1].split("</svg>", 1)[0]
+    assert par.rindex('class="trial-line"') < par.index('<text class="tick inner"')
+    assert re.search(r'<text class="tick inner" [^>]*>0.1</text>', par)
+    assert re.search(r'<text class="tick" x="70.0" y="18" text-anchor="middle">0.3</text>', par)
     assert "<code>0.01, 0.1, 0.3</code>" in page  # the space as written
     assert "Cancel all" not in page  # a viewer reads, never cancels
     assert client.post(f"/p/{team.project.slug}/sweeps/{sweep.public_id}/cancel/").status_code in (403, 404)
