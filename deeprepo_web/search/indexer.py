@@ -1,16 +1,21 @@
-"""search_index_update: copy new turns, tool calls, rollouts and prompts into search_doc (the words
-index is an expression index over the body: no tsvector is stored). Beat runs it every few seconds;
-ingest itself never waits for a search index.
+"""search_index_update: make one search document per new rollout (its turns', tool calls' and
+answer's texts joined, texts.py) and per new example prompt (the words index is an expression index
+over the body: no tsvector is stored). Beat runs it every few seconds; ingest itself never waits for a
+search index.
+
+The unit is a rollout: `rollouts_ingest` commits a rollout with all its turns and tool calls, so one
+visible is whole. The one path that changes them later, `runs.ingest.replace` (OTLP spans arriving
+late), rebuilds that rollout's document in its own transaction (`search_docs_rebuild`).
 
 Each source is read by id from its watermark on, in windows. Ids are allocated before an ingest
-transaction commits, so a window re-reads the last SLACK ids behind the watermark (rows already
+transaction commits, so a window re-reads the last SLACK ids behind the watermark (rollouts already
 there are skipped before they are indexed): a transaction that committed late is caught.
 
 Nearly all of a window's time is the two GIN indexes' upkeep in the Postgres backend (to_tsvector and
-the trigrams of every body, then their entries: ~0.45 ms per 1 KB turn, docs/scale.md), one core's
-work per statement. With a backlog of several windows, DEEPREPO_SEARCH_INDEX_WORKERS of them run side
-by side, each on its own connection and committed on its own (searchable as soon as it is done); the
-watermark moves past them only once all of them are in, so a failed one is read again next pass.
+the trigrams of every body, then their entries, docs/scale.md), one core's work per statement. With a
+backlog of several windows, DEEPREPO_SEARCH_INDEX_WORKERS of them run side by side, each on its own
+connection and committed on its own (searchable as soon as it is done); the watermark moves past them
+only once all of them are in, so a failed one is read again next pass.
 """
 
 from __future__ import annotations
@@ -22,34 +27,55 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from deeprepo_web.replica.router import read_cursor
-from deeprepo_web.search.texts import BODIES, TABLES
+from deeprepo_web.search.texts import BODIES, INDEXED, PART_CHARS
 
-WINDOW = 20_000
-SLACK = 20_000
-# A backlog is split over the workers from this many ids per worker on (~0.4 s of 1 KB turns each on
-# the 2-core development machine, against a new connection's few ms): a steady rate the workers
+# Rollouts hold ~13 texts each (8 turns, 4 calls, the answer): a window of rollouts is as much text as
+# the 20,000 turns and calls the indexer read per window before.
+WINDOW = {"rollout": 1_500, "prompt": 20_000}
+SLACK = {"rollout": 5_000, "prompt": 20_000}
+# A backlog is split over the workers from this many ids per worker on: a steady rate the workers
 # together keep up with never piles up into whole windows first.
-MIN_SPLIT = 1_000
+MIN_SPLIT = {"rollout": 100, "prompt": 1_000}
 
-_SELECTS = {
-    "turn": ("SELECT t.id, t.rollout_id, r.run_id, t.index, {body} FROM runs_turn t "
-             "JOIN runs_rollout r ON r.id = t.rollout_id", "t"),
-    "call": ("SELECT c.id, c.rollout_id, r.run_id, (SELECT ti.index FROM runs_turn ti WHERE ti.id = c.turn_id), "
-             "{body} FROM runs_toolcall c JOIN runs_rollout r ON r.id = c.rollout_id", "c"),
-    "rollout": ("SELECT r.id, r.id, r.run_id, NULL::int, {body} FROM runs_rollout r", "r"),
-    "prompt": ("SELECT e.id, NULL::bigint, NULL::bigint, NULL::int, {body} FROM runs_example e", "e"),
-}
+
+def _pieces(todo: str) -> str:
+    """(rollout id, run id, text, order keys) of every piece of the rollouts in `todo` (id, run_id):
+    turns by index, each turn's calls after it, the answer and error last."""
+    turn, call, rollout = (BODIES[s].format(a=a) for s, a in (("turn", "t"), ("call", "c"), ("rollout", "r")))
+    return (f"SELECT o.id, o.run_id, {turn}, t.index, 0, t.id FROM {todo} o JOIN runs_turn t ON t.rollout_id = o.id "
+            f"UNION ALL SELECT o.id, o.run_id, {call}, ti.index, 1, c.id FROM {todo} o "
+            "JOIN runs_toolcall c ON c.rollout_id = o.id LEFT JOIN runs_turn ti ON ti.id = c.turn_id "
+            f"UNION ALL SELECT o.id, o.run_id, {rollout}, NULL, 2, r.id FROM {todo} o JOIN runs_rollout r ON r.id = o.id")
+
+
+def fold_sql(pieces: str) -> str:
+    """The documents of `pieces` (rollout id, run id, text, k1, k2, k3): a rollout's pieces in order
+    (k1, k2, k3) joined by newlines, a new part where one begins past a multiple of PART_CHARS.
+    Shared with the migration that folded the per-turn documents (search 0004)."""
+    order = "p.k1, p.k2, p.k3"
+    return ("SELECT 'rollout', q.rid, q.part, q.rid, q.run_id, string_agg(q.body, E'\\n' ORDER BY q.k1, q.k2, q.k3) "
+            "FROM (SELECT p.rid, p.run_id, p.body, p.k1, p.k2, p.k3, (coalesce(sum(length(p.body)) OVER ("
+            f"PARTITION BY p.rid ORDER BY {order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) "
+            f"/ {PART_CHARS})::smallint AS part FROM ({pieces}) p(rid, run_id, body, k1, k2, k3)) q "
+            "GROUP BY q.rid, q.run_id, q.part")
+
+
+_INSERT = "INSERT INTO search_doc (src, obj, part, rollout_id, run_id, body) "
 
 
 def _window(cur: object, src: str, start: int, end: int) -> int:
-    select, alias = _SELECTS[src]
-    body = BODIES[src].format(a=alias)
-    sql = ("INSERT INTO search_doc (src, obj, rollout_id, run_id, turn_index, body) "
-           "SELECT %s, x.id, x.rollout_id, x.run_id, x.turn_index, x.body "
-           f"FROM ({select.format(body=body + ' AS body')} WHERE {alias}.id > %s AND {alias}.id <= %s "
-           f"AND NOT EXISTS (SELECT 1 FROM search_doc d WHERE d.src = %s AND d.obj = {alias}.id)) "
-           "x(id, rollout_id, run_id, turn_index, body) ON CONFLICT (src, obj) DO NOTHING")
-    cur.execute(sql, [src, start, end, src])  # type: ignore[attr-defined]
+    if src == "prompt":
+        body = BODIES[src].format(a="e")
+        sql = (f"{_INSERT}SELECT 'prompt', e.id, 0, NULL, NULL, {body} FROM runs_example e "
+               "WHERE e.id > %s AND e.id <= %s AND NOT EXISTS (SELECT 1 FROM search_doc d "
+               "WHERE d.src = 'prompt' AND d.obj = e.id) ON CONFLICT (src, obj, part) DO NOTHING")
+        cur.execute(sql, [start, end])  # type: ignore[attr-defined]
+        return int(cur.rowcount)  # type: ignore[attr-defined]
+    # The rollouts of the window not indexed yet (a CTE: read once, used by each kind of piece).
+    sql = ("WITH todo AS MATERIALIZED (SELECT r.id, r.run_id FROM runs_rollout r WHERE r.id > %s AND r.id <= %s "
+           "AND NOT EXISTS (SELECT 1 FROM search_doc d WHERE d.src = 'rollout' AND d.obj = r.id)) "
+           f"{_INSERT}{fold_sql(_pieces('todo'))} ON CONFLICT (src, obj, part) DO NOTHING")
+    cur.execute(sql, [start, end])  # type: ignore[attr-defined]
     return int(cur.rowcount)  # type: ignore[attr-defined]
 
 
@@ -64,7 +90,7 @@ def _window_alone(src: str, start: int, end: int) -> int:
 
 def search_index_update(*, budget_seconds: float = 20.0) -> int:
     """Index what arrived since the last pass, each source within its share of `budget_seconds` (so
-    a flood of turns never starves tool calls); returns the rows added."""
+    a flood of rollouts never starves prompts); returns the documents added."""
     # Worker threads see only committed rows: inside a caller's transaction, windows run one by one.
     workers = 1 if connection.in_atomic_block else max(1, settings.DEEPREPO_SEARCH_INDEX_WORKERS)
     if workers == 1:
@@ -75,8 +101,8 @@ def search_index_update(*, budget_seconds: float = 20.0) -> int:
 
 def _update(budget_seconds: float, workers: int, pool: ThreadPoolExecutor | None) -> int:
     added = 0
-    share = budget_seconds / len(TABLES)
-    for src, table in TABLES.items():
+    share = budget_seconds / len(INDEXED)
+    for src, table in INDEXED.items():
         deadline = time.monotonic() + share
         with transaction.atomic(), connection.cursor() as cur:
             # One pass per source at a time: a second worker waits here rather than doing it twice.
@@ -87,14 +113,14 @@ def _update(budget_seconds: float, workers: int, pool: ThreadPoolExecutor | None
             top = cur.fetchone()[0]
             last = min(row[0] if row else 0, top)
             # The re-read behind the mark first, alone: rows there are nearly all indexed (cheap).
-            start = max(0, last - SLACK)
+            start = max(0, last - SLACK[src])
             if start < last and time.monotonic() < deadline:
                 added += _window(cur, src, start, last)
                 start = last
             while start < top and time.monotonic() < deadline:
-                stop = min(top, start + WINDOW * workers)
-                if pool is None or stop - start < MIN_SPLIT * workers:  # a small backlog: at once, here
-                    stop = min(stop, start + WINDOW)
+                stop = min(top, start + WINDOW[src] * workers)
+                if pool is None or stop - start < MIN_SPLIT[src] * workers:  # a small backlog: at once, here
+                    stop = min(stop, start + WINDOW[src])
                     added += _window(cur, src, start, stop)
                 else:  # split evenly, so every worker's window takes about as long
                     cuts = [start + (stop - start) * i // workers for i in range(workers + 1)]
@@ -113,16 +139,20 @@ def search_index_lag() -> int:
         parts = " + ".join(
             f"greatest(0, (SELECT coalesce(max(id), 0) FROM {table}) - "
             f"coalesce((SELECT last_id FROM search_watermark WHERE src = '{src}'), 0))"
-            for src, table in TABLES.items())
+            for src, table in INDEXED.items())
         cur.execute(f"SELECT {parts}")
         return int(cur.fetchone()[0])
 
 
-def docs_of_rebuilt_rollouts(rollout_ids: list[int]) -> None:
-    """Rollouts rebuilt in place (`runs.ingest.replace`): their turns' and calls' documents go (the
-    new rows have new ids, which the next pass indexes); the rollout's own document is rewritten."""
-    body = BODIES["rollout"].format(a="r")
+def search_docs_rebuild(rollout_ids: list[int]) -> None:
+    """Rollouts rebuilt in place (`runs.ingest.replace`, in its transaction): their documents are made
+    again from the rows as they are now, so text that arrived late is searchable with the rest."""
+    if not rollout_ids:
+        return
     with connection.cursor() as cur:
-        cur.execute("DELETE FROM search_doc WHERE rollout_id = ANY(%s) AND src IN ('turn', 'call')", [rollout_ids])
-        cur.execute(f"UPDATE search_doc d SET body = {body} FROM runs_rollout r "
-                    "WHERE d.src = 'rollout' AND d.obj = r.id AND r.id = ANY(%s)", [rollout_ids])
+        cur.execute("DELETE FROM search_doc WHERE src = 'rollout' AND obj = ANY(%s)", [rollout_ids])
+        # A pass of the indexer may have folded the old rows meanwhile (its insert waits for ours):
+        # the newer text wins.
+        cur.execute("WITH todo AS MATERIALIZED (SELECT r.id, r.run_id FROM runs_rollout r WHERE r.id = ANY(%s)) "
+                    f"{_INSERT}{fold_sql(_pieces('todo'))} ON CONFLICT (src, obj, part) DO UPDATE "
+                    "SET body = EXCLUDED.body, run_id = EXCLUDED.run_id", [rollout_ids])

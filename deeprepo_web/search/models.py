@@ -4,25 +4,27 @@ from django.db import models
 
 
 class Doc(models.Model):
-    """The searchable text of one turn, tool call, rollout (answer + error) or example prompt; filled
+    """The searchable text of one rollout (its turns, tool calls, answer and error) or of one example
+    prompt; filled
     after ingest by search_index_update so the ingest path pays no index upkeep (measured: GIN indexes
     kept up by ingest itself cut its rate 4-12x, docs/scale.md).
 
     Plain integer references, not foreign keys: no trigger per row, and rows of a deleted run drop out
     of every search through the join with runs_rollout."""
 
-    # (src, obj) is the key: no id column and no index of its own (8 B and a 26 MB index at 10^5).
-    pk = models.CompositePrimaryKey("src", "obj")
-    src = models.CharField(max_length=8)  # turn | call | rollout | prompt
-    obj = models.BigIntegerField()  # the turn's, call's, rollout's or example's id
+    # (src, obj, part) is the key: no id column and no index of its own (8 B and a 26 MB index at 10^5).
+    pk = models.CompositePrimaryKey("src", "obj", "part")
+    src = models.CharField(max_length=8)  # rollout | prompt
+    obj = models.BigIntegerField()  # the rollout's or example's id
+    # A rollout longer than texts.PART_CHARS is cut into parts at its pieces' boundaries: a tsvector
+    # holds positions up to 16,383 only (phrases further on would not match) and lexemes up to 1 MB.
+    part = models.SmallIntegerField(default=0)
     rollout_id = models.BigIntegerField(null=True)  # None for prompts (an example has many rollouts)
     run_id = models.BigIntegerField(null=True)
-    turn_index = models.IntegerField(null=True)
     body = models.TextField()
 
     class Meta:
         indexes = [
-            models.Index(fields=["rollout_id"], name="search_doc_rollout"),
             # A run's deletion and its confirmation's count find its documents here, not by a scan of
             # every run's (0003). Few distinct values: btree deduplication keeps it small (docs/scale.md).
             models.Index(fields=["run_id"], name="search_doc_run"),

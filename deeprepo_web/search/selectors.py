@@ -108,33 +108,26 @@ def search_scope(*, project: Project, spec: SearchSpec) -> Scope:
 
 def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: bool = False,
                  beyond: int | None = None, backward: bool = False) -> S.Sql:
-    """(rollout_id, hits, first hits as 'src:obj' strings) of every matching rollout, newest first.
+    """(rollout_id) of every matching rollout, newest first: its document (or its example's prompt)
+    matches, and with "only in <field>" one of its rows matches in that field.
 
-    `walk`: go through the filtered rollouts newest first and look for hits in each (a LATERAL
-    subquery on the per-rollout indexes), stopping at the page's end: fast when many rollouts match.
-    Otherwise the GIN indexes find every hit first: fast when few do."""
+    `walk`: go through the filtered rollouts newest first and test each one's document (by its key),
+    stopping at the page's end: fast when many rollouts match. Otherwise the GIN indexes find every
+    matching document first: fast when few do."""
     where, params = S.rollout_filters(spec, run_ids=scope.run_ids, label_id=scope.label_id)
     if beyond is not None:  # a cursor: the rollouts older (or, going back, newer) than its id
         where, params = f"{where} AND r.id {'>' if backward else '<'} %s", [*params, beyond]
     way = "ASC" if backward else "DESC"
     order = f" ORDER BY r.id {way}" if ordered else ""
     if not spec.q:
-        return f"SELECT r.id, 0, ARRAY[]::text[] FROM runs_rollout r WHERE {where}{order}", params
-    # A project-wide search leaves the runs to the join below: a list of every run on search_doc made
-    # the planner walk search_doc_run and test each body (>20 s for a common word at 1,000 runs).
-    hits, hit_params = S.hits_sql(spec, run_ids=scope.run_ids, outer=walk, doc_runs=bool(spec.run))
-    agg = (f"count(*) AS n, (array_agg(m.src || ':' || m.obj ORDER BY m.turn_index NULLS FIRST, m.obj))"
-           f"[1:{SNIPPETS_PER_ROLLOUT}] AS firsts")
+        return f"SELECT r.id FROM runs_rollout r WHERE {where}{order}", params
     if walk:
-        return (f"SELECT r.id, h.n, h.firsts FROM runs_rollout r CROSS JOIN LATERAL (SELECT {agg} "
-                f"FROM ({hits}) m(rollout_id, turn_index, src, obj)) h WHERE {where} AND h.n > 0{order}",
-                hit_params + params)
-    return (
-        f"SELECT m.rollout_id, {agg} "
-        f"FROM ({hits}) m(rollout_id, turn_index, src, obj) JOIN runs_rollout r ON r.id = m.rollout_id WHERE {where} "
-        "GROUP BY m.rollout_id" + (f" ORDER BY m.rollout_id {way}" if ordered else ""),
-        hit_params + params,
-    )
+        cond, cond_params = S.matches_rollout(spec)
+        return f"SELECT r.id FROM runs_rollout r WHERE {where} AND {cond}{order}", params + cond_params
+    # A project-wide search leaves the runs to runs_rollout's filters: a list of every run on search_doc
+    # made the planner walk search_doc_run and test each body (>20 s for a common word at 1,000 runs).
+    hits, hit_params = S.matched_sql(spec, run_ids=scope.run_ids, doc_runs=bool(spec.run))
+    return f"SELECT r.id FROM runs_rollout r WHERE r.id IN ({hits}) AND {where}{order}", hit_params + params
 
 
 # Past this many hits, walking the rollouts newest first finds a page sooner than collecting every hit.
@@ -260,9 +253,23 @@ def search_results(*, scope: Scope, spec: SearchSpec, cursor: str = "", per_page
                       prev_cursor=page.prev_cursor, at_start=page.at_start)
 
 
+def _located(spec: SearchSpec, rollout_ids: list[int]) -> dict[int, tuple[int, list[str]]]:
+    """rollout id -> (its turns, calls, answer and prompt that hold the match, the first of them as
+    'src:obj'): a recheck of the page's rollouts' own rows (a document is a whole rollout)."""
+    if not spec.q or not rollout_ids:
+        return {}
+    hits, params = S.located_sql(spec, rollout_ids)
+    rows = _run(f"SELECT m.rollout_id, count(*), (array_agg(m.src || ':' || m.obj ORDER BY m.turn_index "
+                f"NULLS FIRST, m.obj))[1:{SNIPPETS_PER_ROLLOUT}] FROM ({hits}) m(rollout_id, turn_index, src, obj) "
+                "GROUP BY m.rollout_id", params, PAGE_TIMEOUT_MS)
+    return {rid: (n, firsts) for rid, n, firsts in rows}
+
+
 def _results(scope: Scope, spec: SearchSpec, rows: list[tuple[Any, ...]]) -> list[Result]:
-    rollouts = Rollout.objects.select_related("example").defer("metrics", "reward_components").in_bulk(
-        [r[0] for r in rows])
+    ids = [r[0] for r in rows]
+    located = _located(spec, ids)
+    rows = [(rid, *located.get(rid, (0, []))) for rid in ids]
+    rollouts = Rollout.objects.select_related("example").defer("metrics", "reward_components").in_bulk(ids)
     runs = scope.runs_for({r.run_id for r in rollouts.values()})
     for r in rollouts.values():
         r.run = runs[r.run_id]
@@ -346,7 +353,7 @@ def search_counts(*, scope: Scope, spec: SearchSpec,
     if scope.empty or not spec.narrowed:
         return {}
     sql, params = _matches_sql(scope, spec, ordered=False, walk=not spec.indexed)
-    matched = _run(f"SELECT r.run_id, r.step, count(*) FROM ({sql}) x(id, hits, firsts) "
+    matched = _run(f"SELECT r.run_id, r.step, count(*) FROM ({sql}) x(id) "
                    "JOIN runs_rollout r ON r.id = x.id GROUP BY 1, 2", params, COUNTS_TIMEOUT_MS)
     run_ids = scope.run_ids if top is None else _most_matched(matched, top)
     if not run_ids:
@@ -371,6 +378,6 @@ def search_rollout_ids(*, scope: Scope, spec: SearchSpec, limit: int | None = No
     if limit is not None:
         sql, params = f"{sql} LIMIT %s", [*params, limit]
     with transaction.atomic(), streaming_cursor() as cur:
-        cur.execute(f"SELECT x.id FROM ({sql}) x(id, hits, firsts)", params)
+        cur.execute(f"SELECT x.id FROM ({sql}) x(id)", params)
         while rows := cur.fetchmany(2000):
             yield from (row[0] for row in rows)

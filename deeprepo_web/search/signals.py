@@ -1,6 +1,6 @@
 """Search documents follow the runs app: a deleted run's documents go with it (they hold plain ids,
-no foreign key to cascade); a rebuilt rollout's turn and call documents go (the indexer picks up the
-new rows, which have new ids) and its own document is refreshed."""
+no foreign key to cascade); a rebuilt rollout's document is made again from its new rows, in the
+transaction that rebuilt it (the indexer reads only rollouts it has not seen)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.dispatch import receiver
 
 from deeprepo_web.runs.models import Run
 from deeprepo_web.runs.signals import rollouts_rebuilt, run_contents_counted
-from deeprepo_web.search.indexer import docs_of_rebuilt_rollouts
+from deeprepo_web.search.indexer import search_docs_rebuild
 from deeprepo_web.search.models import Doc
 
 
@@ -22,7 +22,7 @@ def docs_of_deleted_run(sender: Any, instance: Run, **kwargs: Any) -> None:
 
 @receiver(rollouts_rebuilt, dispatch_uid="search-docs-of-rebuilt-rollouts")
 def docs_of_rebuilt(sender: Any, rollout_ids: list[int], **kwargs: Any) -> None:
-    docs_of_rebuilt_rollouts(rollout_ids)
+    search_docs_rebuild(rollout_ids)
 
 
 @receiver(run_contents_counted, dispatch_uid="search-docs-of-run")

@@ -1,4 +1,5 @@
-"""SQL pieces of a search over search_doc: the match, the hits of every source, the rollout filters.
+"""SQL pieces of a search over search_doc: the match on a rollout's (or prompt's) document, the
+recheck that finds which of a page's turns, calls and answers hold it, the rollout filters.
 Every value goes in as a parameter; only our own constants are formatted in."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from deeprepo_web.search.spec import SearchSpec
-from deeprepo_web.search.texts import CONFIG, FIELDS, SPLIT_FROM, SPLIT_TO, TABLES, fts
+from deeprepo_web.search.texts import BODIES, CONFIG, FIELDS, SPLIT_FROM, SPLIT_TO, TABLES, fts
 
 Sql = tuple[str, list[Any]]
 SOURCES = list(TABLES)
@@ -33,62 +34,113 @@ def doc_match(spec: SearchSpec) -> Sql:
     return "d.body ~* %s", [spec.q]
 
 
-def _field_match(spec: SearchSpec) -> Sql:
-    """With "only in <field>": a join to the source row and the match on that field alone."""
-    if not spec.field:
-        return "", []
-    source, expr = FIELDS[spec.field]
-    alias = "f"
-    text = expr.format(a=alias)
+def _row_match(spec: SearchSpec, text: str) -> Sql:
+    """The match on one text expression of a source row (the recheck of a document's match)."""
     if spec.mode == "words":
-        cond, params = f"{fts(text)} @@ {_query(spec)}", [_words(spec)]
-    elif spec.mode == "substring":
-        cond, params = f"{text} ILIKE %s", [like_pattern(spec.q)]
-    else:
-        cond, params = f"{text} ~* %s", [spec.q]
+        return f"{fts(text)} @@ {_query(spec)}", [_words(spec)]
+    if spec.mode == "substring":
+        return f"{text} ILIKE %s", [like_pattern(spec.q)]
+    return f"{text} ~* %s", [spec.q]
+
+
+def _field_match(spec: SearchSpec, alias: str) -> Sql:
+    """With "only in <field>": the match on that field of the source row `alias`."""
+    source, expr = FIELDS[spec.field]
+    cond, params = _row_match(spec, expr.format(a=alias))
     if spec.field == "tool_error":
         cond += f" AND {alias}.is_error"
-    return f" JOIN {TABLES[source]} {alias} ON {alias}.id = d.obj AND {cond}", params
+    return cond, params
 
 
-def sources_for(spec: SearchSpec) -> list[str]:
-    return [FIELDS[spec.field][0]] if spec.field else SOURCES
+def doc_sources(spec: SearchSpec) -> list[str]:
+    """The documents a search reads: a rollout's (its turns, calls, answer) and the example prompts'."""
+    if not spec.field:
+        return ["rollout", "prompt"]
+    return ["prompt" if FIELDS[spec.field][0] == "prompt" else "rollout"]
 
 
-def hits_sql(spec: SearchSpec, *, run_ids: list[int], outer: bool = False, doc_runs: bool = True) -> Sql:
-    """Rows (rollout_id, turn_index, src, obj): one per matching turn, call, rollout text or prompt.
+def _in_rollout(spec: SearchSpec, rollout: str) -> Sql:
+    """With a field of a turn, call or rollout: some row of rollout `rollout` matches in that field."""
+    if not spec.field or FIELDS[spec.field][0] == "prompt":
+        return "", []
+    source = FIELDS[spec.field][0]
+    cond, params = _field_match(spec, "f")
+    key = "id" if source == "rollout" else "rollout_id"
+    return f" AND EXISTS (SELECT 1 FROM {TABLES[source]} f WHERE f.{key} = {rollout} AND {cond})", params
 
-    With `outer`, only the hits of the outer query's rollout `r` (a LATERAL subquery that walks the
-    rollouts newest first: the fast way when the text is common). Without, every hit the indexes find,
-    in `run_ids`; with `doc_runs` False the documents' own run is not tested (the caller's join to
-    runs_rollout keeps the runs)."""
+
+def _prompt_field(spec: SearchSpec) -> Sql:
+    if spec.field != "prompt":
+        return "", []
+    cond, params = _field_match(spec, "f")
+    return f" AND EXISTS (SELECT 1 FROM runs_example f WHERE f.id = d.obj AND {cond})", params
+
+
+def matched_sql(spec: SearchSpec, *, run_ids: list[int], doc_runs: bool = True) -> Sql:
+    """Rows (rollout_id): every rollout whose document matches (once per matching part), or whose
+    example's prompt does, as the GIN indexes find them. With `doc_runs` the documents' own run is
+    tested (else the caller's join to runs_rollout keeps the runs)."""
     match, params = doc_match(spec)
-    join, join_params = _field_match(spec)
-    sources = sources_for(spec)
     parts: list[str] = []
-    out_params: list[Any] = []
-    direct = [s for s in sources if s != "prompt"]
-    if direct:
-        near = ""
-        near_params: list[Any] = []
-        if outer:
-            near = " AND d.rollout_id = r.id"
-        elif doc_runs:
-            near, near_params = " AND d.run_id = ANY(%s)", [run_ids]
-        parts.append(f"SELECT d.rollout_id, d.turn_index, d.src, d.obj FROM search_doc d{join} "
-                     f"WHERE d.src = ANY(%s){near} AND {match}")
-        out_params += [*join_params, direct, *near_params, *params]
+    out: list[Any] = []
+    sources = doc_sources(spec)
+    if "rollout" in sources:
+        near, near_params = (" AND d.run_id = ANY(%s)", [run_ids]) if doc_runs else ("", [])
+        field, field_params = _in_rollout(spec, "d.obj")
+        parts.append(f"SELECT d.obj FROM search_doc d WHERE d.src = 'rollout'{near} AND {match}{field}")
+        out += [*near_params, *params, *field_params]
     if "prompt" in sources:
-        if outer:
-            parts.append(f"SELECT r.id, NULL::int, d.src, d.obj FROM search_doc d{join} "
-                         f"WHERE d.src = 'prompt' AND d.obj = r.example_id AND {match}")
-            out_params += [*join_params, *params]
+        field, field_params = _prompt_field(spec)
+        parts.append("SELECT ro.id FROM search_doc d JOIN runs_rollout ro ON ro.example_id = d.obj "
+                     f"WHERE d.src = 'prompt' AND ro.run_id = ANY(%s) AND {match}{field}")
+        out += [run_ids, *params, *field_params]
+    return " UNION ALL ".join(parts), out
+
+
+def matches_rollout(spec: SearchSpec) -> Sql:
+    """A condition on the outer query's rollout `r`: its document or its prompt matches (the walk
+    through the rollouts newest first: the fast way when the text is common)."""
+    match, params = doc_match(spec)
+    parts: list[str] = []
+    out: list[Any] = []
+    sources = doc_sources(spec)
+    if "rollout" in sources:
+        field, field_params = _in_rollout(spec, "r.id")
+        parts.append(f"(EXISTS (SELECT 1 FROM search_doc d WHERE d.src = 'rollout' AND d.obj = r.id AND {match})"
+                     f"{field})")
+        out += [*params, *field_params]
+    if "prompt" in sources:
+        field, field_params = _prompt_field(spec)
+        parts.append(f"EXISTS (SELECT 1 FROM search_doc d WHERE d.src = 'prompt' AND d.obj = r.example_id "
+                     f"AND {match}{field})")
+        out += [*params, *field_params]
+    return "(" + " OR ".join(parts) + ")", out
+
+
+def located_sql(spec: SearchSpec, rollout_ids: list[int]) -> Sql:
+    """Rows (rollout_id, turn_index, src, obj): the turns, calls, answers and prompts of these
+    rollouts (a page's) that hold the match themselves, each rechecked on its source row."""
+    parts: list[str] = []
+    out: list[Any] = []
+    sources = [FIELDS[spec.field][0]] if spec.field else SOURCES
+    for src in sources:
+        if spec.field:
+            cond, params = _field_match(spec, "x")
         else:
-            parts.append(f"SELECT ro.id, NULL::int, d.src, d.obj FROM search_doc d{join} "
-                         "JOIN runs_rollout ro ON ro.example_id = d.obj "
-                         f"WHERE d.src = 'prompt' AND ro.run_id = ANY(%s) AND {match}")
-            out_params += [*join_params, run_ids, *params]
-    return " UNION ALL ".join(parts), out_params
+            cond, params = _row_match(spec, BODIES[src].format(a="x"))
+        if src == "turn":
+            parts.append("SELECT x.rollout_id, x.index, 'turn', x.id FROM runs_turn x "
+                         f"WHERE x.rollout_id = ANY(%s) AND {cond}")
+        elif src == "call":
+            parts.append("SELECT x.rollout_id, ti.index, 'call', x.id FROM runs_toolcall x "
+                         f"LEFT JOIN runs_turn ti ON ti.id = x.turn_id WHERE x.rollout_id = ANY(%s) AND {cond}")
+        elif src == "rollout":
+            parts.append(f"SELECT x.id, NULL::int, 'rollout', x.id FROM runs_rollout x WHERE x.id = ANY(%s) AND {cond}")
+        else:
+            parts.append("SELECT r.id, NULL::int, 'prompt', x.id FROM runs_rollout r JOIN runs_example x "
+                         f"ON x.id = r.example_id WHERE r.id = ANY(%s) AND {cond}")
+        out += [rollout_ids, *params]
+    return " UNION ALL ".join(parts), out
 
 
 def hits_estimate(spec: SearchSpec) -> Sql:
@@ -96,14 +148,14 @@ def hits_estimate(spec: SearchSpec) -> Sql:
     words index (its most common lexemes) or of the body (pattern selectivity)."""
     match, params = doc_match(spec)
     return (f"EXPLAIN (FORMAT JSON) SELECT 1 FROM search_doc d WHERE d.src = ANY(%s) AND {match}",
-            [sources_for(spec), *params])
+            [doc_sources(spec), *params])
 
 
 def hits_capped(spec: SearchSpec, cap: int) -> Sql:
     """How many bodies match, counting no further than `cap`."""
     match, params = doc_match(spec)
     return (f"SELECT count(*) FROM (SELECT 1 FROM search_doc d WHERE d.src = ANY(%s) AND {match} "
-            f"LIMIT {int(cap)}) x", [sources_for(spec), *params])
+            f"LIMIT {int(cap)}) x", [doc_sources(spec), *params])
 
 
 def rollout_filters(spec: SearchSpec, *, run_ids: list[int], label_id: int | None) -> Sql:

@@ -1,12 +1,19 @@
 """The searchable text of each source table, and how it becomes a tsvector.
 
-Bodies are cut at LIMIT characters: to_tsvector refuses strings over 1 MB, and a body past the blob
-threshold keeps only its preview in the row anyway.
+A rollout's document is its pieces joined by newlines: each turn (content, reasoning) and its tool
+calls (name, arguments, output) in turn order, then the rollout's answer and error. Each piece is cut
+at LIMIT characters (a body past the blob threshold keeps only its preview in the row anyway), and a
+rollout longer than PART_CHARS becomes several documents (parts), cut between pieces: to_tsvector
+refuses more than 1 MB of lexemes and keeps word positions up to 16,383 only (a phrase further on
+would never match).
 """
 
 from __future__ import annotations
 
 LIMIT = 100_000
+# A part starts at the first piece that begins at or past a multiple of this (so a part holds at most
+# PART_CHARS + LIMIT characters; ~50,000 characters of text are ~8,000-10,000 words).
+PART_CHARS = 50_000
 CONFIG = "simple"  # no stemming, no stop words: code, paths and error text stay as written
 # Paths and dotted names are one token to Postgres's parser ("tests/test_auth.py"): searching a word of
 # them would find nothing; and it reads <tags> as HTML, swallowing the text after a <script>. Slashes,
@@ -31,6 +38,9 @@ BODIES = {
     "prompt": _cut("coalesce({a}.prompt::text, '')"),
 }
 TABLES = {"turn": "runs_turn", "call": "runs_toolcall", "rollout": "runs_rollout", "prompt": "runs_example"}
+# What the indexer reads by id (a rollout's turns and calls commit with it; `runs.ingest.replace`,
+# the one path that rewrites them later, rebuilds its document at once: search.signals).
+INDEXED = {"rollout": "runs_rollout", "prompt": "runs_example"}
 
 # One field alone (for "search only in ..."): a recheck on the source row of a body that matched.
 FIELDS: dict[str, tuple[str, str]] = {

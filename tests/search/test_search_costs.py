@@ -21,9 +21,9 @@ def _counted(queries: CaptureQueriesContext) -> list[str]:
 def test_a_text_the_planner_calls_common_is_walked_without_counting_its_hits(team, corpus, monkeypatch):
     monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 100)
     with connection.cursor() as cur:  # 400 bodies with one word, and statistics that know it
-        cur.execute("INSERT INTO search_doc (src, obj, rollout_id, run_id, turn_index, body) "
-                    "SELECT 'turn', 10000000 + g, %s, %s, 0, 'boilerplate ' || g FROM generate_series(1, 400) g",
-                    [corpus.ids["giveup"], corpus.run.pk])
+        cur.execute("INSERT INTO search_doc (src, obj, part, rollout_id, run_id, body) "
+                    "SELECT 'rollout', 10000000 + g, 0, 10000000 + g, %s, 'boilerplate ' || g "
+                    "FROM generate_series(1, 400) g", [corpus.run.pk])
         cur.execute("ANALYZE search_doc")
     with CaptureQueriesContext(connection) as common:
         assert selectors._walk(spec_parse({"q": "boilerplate"})) is True

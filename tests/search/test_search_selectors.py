@@ -116,12 +116,12 @@ def test_new_rollouts_are_searchable_after_the_index_pass(team, corpus):
 
     rollouts_ingest(run=corpus.run, rollouts=[rec("ex-new", uid="late", step=9, turns=[_turn("kumquat here")])])
     assert _find(team, corpus, q="kumquat") == {}  # ingest did not wait for the index
-    assert search_index_update() == 3  # a turn, the rollout's answer, its (empty) prompt
+    assert search_index_update() == 2  # the rollout (its turn and answer), its (empty) prompt
     late_id = corpus.ids["late"] = corpus.run.rollouts.get(uid="late").pk
     assert list(_find(team, corpus, q="kumquat")) == ["late"]
     assert search_index_update() == 0  # nothing twice
     # A row whose transaction committed after a later one was indexed is caught by the slack re-read.
-    Doc.objects.filter(src="turn", rollout_id=late_id).delete()
+    Doc.objects.filter(src="rollout", obj=late_id).delete()
     assert search_index_update() == 1
 
 
@@ -161,7 +161,7 @@ def test_an_index_pass_out_of_time_keeps_its_watermark(team, corpus):
     from deeprepo_web.search.models import Watermark
 
     before = dict(Watermark.objects.values_list("src", "last_id"))
-    assert before["turn"] > 0
+    assert before["rollout"] > 0
     search_index_update(budget_seconds=0)  # no time for any window
     assert dict(Watermark.objects.values_list("src", "last_id")) == before
 
