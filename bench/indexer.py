@@ -12,10 +12,11 @@ deeprepo_bench_idx --rollouts 100000`); it grows by both phases' rollouts per ro
   service, then search_index_update looped until it finds nothing: the indexer's docs/s; then one word
   and one substring search of the new text (a search right after a pass: what a pending GIN list costs);
 - *together*: `--together-rollouts` (at full speed, or `--together-rate` rollouts/s) with the indexer looping beside ingest in a thread (as beat's task
-  would, back to back while there is work), a sampler counting the run's rows logged and searchable
-  (committed in search_doc) every 0.25 s: ingest's rollouts/s and docs/s, the docs/s made searchable
-  meanwhile, the backlog when ingest ends, the time to catch up and the rate then, and the longest a
-  row waited to become searchable (`max_delay_s`).
+  would, back to back while there is work), a sampler counting the run's rollouts logged and searchable
+  (their rollout document committed in search_doc: the unit both document layouts share, before and
+  after search 0004) every 0.25 s: ingest's rollouts/s, the rollouts/s made searchable meanwhile, the
+  backlog when ingest ends, the time to catch up and the rate then, and the longest a rollout waited
+  to become searchable (`max_delay_s`).
 
 `--variant NAME=PATH` loads another indexer.py (e.g. main's) as variant NAME; variants alternate within
 each round, so the ratios hold on a busy machine. Without it: this checkout's indexer. One JSON line per
@@ -93,7 +94,8 @@ def _searches() -> dict[str, float]:
 def _alone(indexer: ModuleType, run: Any, batches: list[list[dict[str, Any]]]) -> dict[str, Any]:
     seconds = _ingest(run, batches)
     docs, index_s = _catch_up(indexer)
-    return {"ingest_alone_rollouts_per_s": len(batches) * len(batches[0]) / seconds,
+    rollouts = sum(len(b) for b in batches)
+    return {"ingest_alone_rollouts_per_s": rollouts / seconds, "indexer_rollouts_per_s": rollouts / index_s,
             "indexer_docs_per_s": docs / index_s, "indexer_docs": docs, **_searches()}
 
 
@@ -102,10 +104,10 @@ def _together(indexer: ModuleType, run: Any, batches: list[list[dict[str, Any]]]
 
     stop, ingest_done = threading.Event(), threading.Event()
     samples: list[tuple[float, int, int]] = []  # (time, the run's rows logged, the run's rows searchable)
-    counts = ("SELECT (SELECT count(*) FROM runs_rollout WHERE run_id = %s) + (SELECT count(*) FROM runs_turn t "
-              "JOIN runs_rollout r ON r.id = t.rollout_id WHERE r.run_id = %s) + (SELECT count(*) FROM "
-              "runs_toolcall c JOIN runs_rollout r ON r.id = c.rollout_id WHERE r.run_id = %s), "
-              "(SELECT count(*) FROM search_doc WHERE run_id = %s)")
+    # In rollouts (the unit both document layouts share): logged, and with their rollout document in
+    # (a document per turn and call before search 0004 comes before the rollout's own in each pass).
+    counts = ("SELECT (SELECT count(*) FROM runs_rollout WHERE run_id = %s), "
+              "(SELECT count(DISTINCT obj) FROM search_doc WHERE run_id = %s AND src = 'rollout')")
 
     def index_loop() -> None:
         # As beat's task: a pass with its budget, the next one at once while there is work.
@@ -117,12 +119,12 @@ def _together(indexer: ModuleType, run: Any, batches: list[list[dict[str, Any]]]
     def sample_loop() -> None:
         with connections["default"].cursor() as cur:
             while True:
-                cur.execute(counts, [run.pk] * 4)
+                cur.execute(counts, [run.pk] * 2)
                 logged, searchable = cur.fetchone()
                 samples.append((time.monotonic(), logged, searchable))
                 if stop.wait(0.25):
                     break
-            cur.execute(counts, [run.pk] * 4)
+            cur.execute(counts, [run.pk] * 2)
             samples.append((time.monotonic(), *cur.fetchone()))
         connections["default"].close()
 
@@ -132,7 +134,7 @@ def _together(indexer: ModuleType, run: Any, batches: list[list[dict[str, Any]]]
     seconds = _ingest(run, batches, rate)
     ingest_end = time.monotonic()
     with connection.cursor() as cur:
-        cur.execute(counts, [run.pk] * 4)
+        cur.execute(counts, [run.pk] * 2)
         logged, searchable = cur.fetchone()
     ingest_done.set()
     threads[0].join()
@@ -147,9 +149,9 @@ def _together(indexer: ModuleType, run: Any, batches: list[list[dict[str, Any]]]
         if first is not None:
             delay = max(delay, t - first)
     return {"ingest_together_rollouts_per_s": len(batches) * len(batches[0]) / seconds,
-            "ingest_docs_per_s": logged / seconds, "indexer_together_docs_per_s": searchable / seconds,
-            "backlog_at_ingest_end": logged - searchable, "catch_up_s": caught_up - ingest_end,
-            "indexer_catch_up_docs_per_s": (logged - searchable) / (caught_up - ingest_end), "max_delay_s": delay}
+            "indexer_together_rollouts_per_s": searchable / seconds,
+            "backlog_at_ingest_end_rollouts": logged - searchable, "catch_up_s": caught_up - ingest_end,
+            "indexer_catch_up_rollouts_per_s": (logged - searchable) / (caught_up - ingest_end), "max_delay_s": delay}
 
 
 def main() -> None:

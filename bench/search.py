@@ -4,10 +4,10 @@ size and build time, and what the search indexes cost ingest.
     python bench/search.py [--rollouts 1000000] [--reuse] [--repeat 5] [--ingest-rollouts 4000]
 
 A scratch database (`deeprepo_bench_search`) is seeded by `manage.py seed_scale`, a few rare texts are
-planted (0.02 % of turns, 0.005 % of tool calls), then the indexer (beat's search_index_update) copies
-every body into search_doc: timed, and sized with its indexes (search_doc is one plain table: the words
-GIN is an expression over the body, no stored tsvector; a trigram GIN; btrees on rollout and run; the
-(src, obj) key). Each query runs `--repeat` times
+planted (0.02 % of turns, 0.005 % of tool calls), then the indexer (beat's search_index_update) makes
+one document per rollout in search_doc: timed, and sized with its indexes (search_doc is one plain table:
+the words GIN is an expression over the body, no stored tsvector; a trigram GIN; a btree on run; the
+(src, obj, part) key; a database of the layout before search 0004 also has search_doc_rollout). Each query runs `--repeat` times
 through the same selector as the page (`search_page`, first page of 50). `--reuse` keeps a database
 seeded before at the same size.
 
@@ -95,7 +95,8 @@ def build_index(url: str) -> dict[str, Any]:
                     "search_doc_pkey", "runs_turn", "runs_toolcall", "runs_rollout"):
             # search_doc whole (heap, TOAST and every index); each index and each runs table on its own.
             size = "pg_total_relation_size" if rel == "search_doc" else "pg_relation_size"
-            cur.execute(f"SELECT {size}(%s::regclass)", [rel])
+            # coalesce: an index one layout has and the other has not (search_doc_rollout before 0004).
+            cur.execute(f"SELECT coalesce({size}(to_regclass(%s)), 0)", [rel])
             sizes[rel] = cur.fetchone()[0]
     print(f"indexed {rows} rows in {seconds:.0f}s", file=sys.stderr)
     return {"rows": rows, "seconds": seconds, "bytes": sizes}

@@ -41,6 +41,8 @@ def backlog(team: Any, settings: Any, monkeypatch: Any) -> Any:
     # this run's rollouts, so the windows of one id each are about them alone.
     first = run.rollouts.order_by("pk").values_list("pk", flat=True)[0]
     Watermark.objects.update_or_create(src="rollout", defaults={"last_id": first - 1})
+    example = run.rollouts.order_by("example_id").values_list("example_id", flat=True)[0]
+    Watermark.objects.update_or_create(src="prompt", defaults={"last_id": example - 1})
     return run, calls
 
 
@@ -106,7 +108,8 @@ def test_rollouts_committed_late_behind_the_mark_are_caught(backlog):
     from deeprepo_web.search.models import Doc
 
     run, _ = backlog
-    search_index_update()
+    while search_index_update():
+        pass
     # As if the newest rollout's transaction had committed after a later one was indexed.
     late = Rollout.objects.filter(run=run).latest("pk").pk
     Doc.objects.filter(src="rollout", obj=late).delete()
