@@ -122,8 +122,9 @@ def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: 
     if not spec.q:
         return f"SELECT r.id FROM runs_rollout r WHERE {where}{order}", params
     if walk:
-        cond, cond_params = S.matches_rollout(spec)
-        return f"SELECT r.id FROM runs_rollout r WHERE {where} AND {cond}{order}", params + cond_params
+        probe, probe_params = S.rollout_probe(spec)
+        return (f"SELECT r.id FROM runs_rollout r CROSS JOIN LATERAL ({probe}) h WHERE {where} AND h.n > 0{order}",
+                probe_params + params)
     # A project-wide search leaves the runs to runs_rollout's filters: a list of every run on search_doc
     # made the planner walk search_doc_run and test each body (>20 s for a common word at 1,000 runs).
     hits, hit_params = S.matched_sql(spec, run_ids=scope.run_ids, doc_runs=bool(spec.run))
