@@ -26,16 +26,12 @@ def _words(spec: SearchSpec) -> str:
 
 
 def doc_match(spec: SearchSpec) -> Sql:
-    """The match on search_doc `d` (what its GIN indexes serve)."""
-    if spec.mode == "words":
-        return f"{fts('d.body')} @@ {_query(spec)}", [_words(spec)]  # the expression search_doc_tsv indexes
-    if spec.mode == "substring":
-        return "d.body ILIKE %s", [like_pattern(spec.q)]
-    return "d.body ~* %s", [spec.q]
+    """The match on search_doc `d` (what its GIN indexes serve: fts(d.body) is search_doc_tsv's expression)."""
+    return _row_match(spec, "d.body")
 
 
 def _row_match(spec: SearchSpec, text: str) -> Sql:
-    """The match on one text expression of a source row (the recheck of a document's match)."""
+    """The match on a text expression: a document's body, or one text of a source row (the recheck)."""
     if spec.mode == "words":
         return f"{fts(text)} @@ {_query(spec)}", [_words(spec)]
     if spec.mode == "substring":
@@ -45,7 +41,7 @@ def _row_match(spec: SearchSpec, text: str) -> Sql:
 
 def _field_match(spec: SearchSpec, alias: str) -> Sql:
     """With "only in <field>": the match on that field of the source row `alias`."""
-    source, expr = FIELDS[spec.field]
+    _, expr = FIELDS[spec.field]
     cond, params = _row_match(spec, expr.format(a=alias))
     if spec.field == "tool_error":
         cond += f" AND {alias}.is_error"
