@@ -66,13 +66,16 @@ def test_a_filled_database_moves_from_the_search_copy_to_expression_indexes(tmp_
     previous, data = release_filled(TODAYS_SCHEMA, tmp_path)
     before = _search(previous, data, QUERIES)
     assert _one(COLUMNS) == "id,src,obj,rollout_id,run_id,turn_index,body,tsv"
-    docs = _one("SELECT count(*) FROM search_doc")
+    prompts = _one("SELECT count(*) FROM search_doc WHERE src = 'prompt'")
+    rollouts = _one("SELECT count(*) FROM runs_rollout")
     assert all(before.values()), before  # every search found something in the old release
 
     out = run([sys.executable, "manage.py", "migrate", "--no-input"], REPO, DEEPREPO_DATA_DIR=data)
     assert "Applying search.0002_tsv_from_body" in out
-    assert _one(COLUMNS) == "src,obj,rollout_id,run_id,turn_index,body"
-    assert _one("SELECT count(*) FROM search_doc") == docs  # every document carried over
+    # migrate runs 0004 too: its documents are one per rollout (the fold itself: test_search_fold.py).
+    assert _one(COLUMNS) == "src,obj,part,rollout_id,run_id,body"
+    assert _one("SELECT count(*) FROM search_doc WHERE src = 'prompt'") == prompts  # every document carried over
+    assert _one("SELECT count(*) FROM search_doc WHERE src = 'rollout'") == rollouts  # ... folded per rollout
     assert "to_tsvector" in str(_one("SELECT indexdef FROM pg_indexes WHERE indexname = 'search_doc_tsv'"))
     # 0003: a run's documents found by an index (built concurrently, so it must have come out valid).
     assert "Applying search.0003_doc_run_index" in out
