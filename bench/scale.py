@@ -13,6 +13,7 @@ everything (bench/search.build_index: its rate is the indexer's throughput). The
 - ingest into this database against an empty one (`<database>_empty`, dropped afterwards), through the
   ingest service, alone and with the indexer running beside it (bench/search.ingest_cost), each in its
   own process. Two runs at once clash on nothing when their sizes or `--database` names differ.
+Each phase's seconds and the load average as it ends are in the JSON's `phases`.
 Last line: one JSON object.
 """
 
@@ -96,6 +97,13 @@ def _blob_bytes(conn: psycopg.Connection[Any]) -> int:
     return int(row[0]) if row else 0
 
 
+def _phase_end(phases: dict[str, Any], name: str, start: float) -> float:
+    """A phase's seconds and the load average (1, 5, 15 min) as it ends: on the shared machine a latency
+    means little without the load it was measured under (the 10^6 run's phases saw 1.6 to 13.7)."""
+    phases[name] = {"s": round(time.monotonic() - start, 1), "loadavg": [round(x, 2) for x in os.getloadavg()]}
+    return time.monotonic()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rollouts", type=int, default=100_000)
@@ -119,14 +127,18 @@ def main() -> None:
     name = args.database or f"bench_scale_{args.rollouts}"
     search._database_arg(name)  # noqa: SLF001 - search.py's way to name its scratch database
     url = db_url(name)
+    phases: dict[str, Any] = {}
     t0 = time.monotonic()
     reused = args.reuse and search._seeded(url, args.rollouts)  # noqa: SLF001
     if not reused:
         url = search.seed(args.rollouts)
     seed_s = None if reused else round(time.monotonic() - t0, 1)
+    t = _phase_end(phases, "seed", t0)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
     index = search.build_index(url)
+    t = _phase_end(phases, "index", t)
     queries = search.time_queries(args.repeat)
+    t = _phase_end(phases, "search_queries", t)
     with psycopg.connect(url, autocommit=True) as conn:
         disk = storage.disk_per_rollout(conn)
         blobs = _blob_bytes(conn)
@@ -134,7 +146,9 @@ def main() -> None:
         total = sum(v for v in disk["table_mb"].values()) * 2**20 + blobs
         rows = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]  # noqa: S608 - fixed names
                 for t in ("runs_rollout", "runs_turn", "runs_toolcall", "search_doc")}
+    t = _phase_end(phases, "disk", t)
     page_p95 = _pages_p95(url, args.requests)
+    t = _phase_end(phases, "pages", t)
     ingest: dict[str, Any] = {}
     if args.ingest_rollouts:
         ingest["into_this"] = _ingest(name, args.ingest_rollouts)
@@ -145,6 +159,7 @@ def main() -> None:
             _drop_database(empty_db)
         full, empty = ingest["into_this"]["ingest_rollouts_per_s_alone"], ingest["into_empty"]["ingest_rollouts_per_s_alone"]
         ingest["rate_vs_empty"] = round(full / empty, 3) if empty else None
+        _phase_end(phases, "ingest", t)
     worst = max((v["p95_ms"] for k, v in page_p95.items() if not k.startswith("search")), default=None)
     result: dict[str, Any] = {
         "bench": "scale", "rollouts": args.rollouts, "database": name, "seed_s": seed_s, "rows": rows,
@@ -159,6 +174,7 @@ def main() -> None:
         "worst_page_p95_ms": worst,
         "pages_target_met": worst is not None and worst <= TARGET_PAGE_MS,
         "ingest": ingest,
+        "phases": phases,
         "cores": os.cpu_count(),
         "loadavg_1m": round(os.getloadavg()[0], 2),
     }
