@@ -147,6 +147,16 @@ def hits_estimate(spec: SearchSpec) -> Sql:
             [doc_sources(spec), *params])
 
 
+def words_listed(spec: SearchSpec) -> Sql:
+    """Whether every word of a words search is one of the words index's most common lexemes (its
+    statistics). Only then is the planner's estimate a count: for any other word Postgres guesses a
+    share of the documents (0.5 %, or half the rarest listed word's), however rare or absent it is."""
+    return ("SELECT coalesce(bool_and(w = ANY(s.most_common_elems::text::text[])), false) "
+            f"FROM unnest(tsvector_to_array({fts('%s')})) w "
+            "JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = 'search_doc_tsv'",
+            [_words(spec)])
+
+
 def hits_capped(spec: SearchSpec, cap: int) -> Sql:
     """How many bodies match, counting no further than `cap`."""
     match, params = doc_match(spec)

@@ -33,6 +33,23 @@ def test_a_text_the_planner_calls_common_is_walked_without_counting_its_hits(tea
     assert len(_counted(rare)) == 1  # a low estimate is only a guess: the index counts
 
 
+def test_a_word_the_statistics_do_not_list_is_counted_not_walked(team, corpus, monkeypatch):
+    monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 1)
+    with connection.cursor() as cur:  # statistics that list "boilerplate" and not "zebra"
+        cur.execute("INSERT INTO search_doc (src, obj, part, rollout_id, run_id, body) "
+                    "SELECT 'rollout', 10000000 + g, 0, 10000000 + g, %s, 'boilerplate ' || g "
+                    "FROM generate_series(1, 400) g", [corpus.run.pk])
+        cur.execute("ANALYZE search_doc")
+    absent = spec_parse({"q": "zebra"})
+    assert selectors._estimated_hits(absent) >= selectors.WALK_AFTER_HITS  # the planner's guess says "many"
+    with CaptureQueriesContext(connection) as queries:
+        assert selectors._walk(absent) is False  # so the index counts, and finds none: no walk of every rollout
+    assert len(_counted(queries)) == 1
+    with CaptureQueriesContext(connection) as queries:
+        assert selectors._walk(spec_parse({"q": "boilerplate"})) is True
+    assert _counted(queries) == []  # a listed word's estimate is a count: walked without counting
+
+
 def test_the_page_loads_no_model_per_run_of_the_project(client, team, corpus):
     from deeprepo_web.runs.services import run_create
 
