@@ -5,9 +5,8 @@ from django.db import models
 
 class Doc(models.Model):
     """The searchable text of one rollout (its turns, tool calls, answer and error) or of one example
-    prompt; filled
-    after ingest by search_index_update so the ingest path pays no index upkeep (measured: GIN indexes
-    kept up by ingest itself cut its rate 4-12x, docs/scale.md).
+    prompt; filled after ingest by search_index_update so the ingest path pays no index upkeep
+    (measured: GIN indexes kept up by ingest itself cut its rate 4-12x, docs/scale.md).
 
     Plain integer references, not foreign keys: no trigger per row, and rows of a deleted run drop out
     of every search through the join with runs_rollout."""
