@@ -5,7 +5,9 @@ rollouts this took the search table from 5,450 to 2,200 B per rollout (docs/scal
 
 The folded documents go into a new table, built with its indexes after it is filled (faster than
 keeping GIN indexes up row by row, and no dead rows left behind), which then takes search_doc's place.
-Search waits meanwhile (the table is held exclusively). The text comes from the documents themselves
+Searches go on while the documents are folded (the old table is only read) and wait for the swap at
+the end; new documents wait from the start (the table is locked against writes, so an indexer of the
+old code still running cannot add a document the fold would miss). The text comes from the documents themselves
 (no row of the run tables is read for it), except for rollouts the old indexer had not finished —
 a turn or call past its watermark with no document, or no document for the rollout itself — which
 are left to the new indexer: its rollout watermark is moved back before the first of them.
@@ -41,6 +43,7 @@ UNION SELECT DISTINCT d.rollout_id FROM search_doc d
 """
 
 FORWARD = f"""
+LOCK TABLE search_doc IN EXCLUSIVE MODE;
 CREATE TABLE search_doc_folded (src varchar(8) NOT NULL, obj bigint NOT NULL, part smallint NOT NULL,
   rollout_id bigint NULL, run_id bigint NULL, body text NOT NULL);
 {UNFINISHED};
