@@ -37,6 +37,14 @@ def test_search_open_label_filter_export(browser_page, live_server, team, corpus
     page.wait_for_selector("#search-counts table.sc-table")  # the counts load after the results
     assert page.locator("#search-counts .sc-matched").all_inner_texts() == ["1", "1"]
     page.screenshot(path=f"{screenshot_dir}/search.png", full_page=True)
+    # Words in two turns of one rollout find it (one document per rollout) and the page says why no
+    # snippet is shown.
+    page.goto(f"{live_server.url}/p/demo/search/?q=looking+task")
+    page.wait_for_selector("li.search-result")
+    assert "spans several of them" in page.locator("li.search-result").first.inner_text()
+    page.screenshot(path=f"{screenshot_dir}/search-spread.png", full_page=True)
+    page.goto(f"{live_server.url}/p/demo/search/?q=%22give+up%22")
+    page.wait_for_selector("li.search-result")
 
     # Open the result at its turn.
     rid = corpus.ids["giveup"]

@@ -31,6 +31,17 @@ def test_viewer_sees_results_linking_to_the_turn(client, team, corpus):
     assert "Label all results" not in html  # viewers read, editors write
 
 
+def test_words_spread_over_turns_find_the_rollout_and_say_so(client, team, corpus):
+    client.force_login(team.viewer)
+    html = client.get(_url(q="looking task")).content.decode()  # "Looking around." then "... this task."
+    assert f'/rollouts/{corpus.ids["giveup"]}/' in html
+    assert "No single turn, tool call or answer of this rollout holds the whole match" in html
+    html = client.get(_url(q="give up")).content.decode()  # one turn holds it: its snippet, no such line
+    assert "No single turn" not in html
+    html = client.get(_url(step_min="0")).content.decode()  # no text searched: a listing, nothing to locate
+    assert f'/rollouts/{corpus.ids["giveup"]}/' in html and "No single turn" not in html
+
+
 def test_hostile_snippet_is_escaped(client, team, corpus):
     client.force_login(team.viewer)
     html = client.get(_url(q="needle")).content.decode()
