@@ -171,15 +171,14 @@ def _search_found(session, web: Web, q: str) -> tuple[int, int]:
 
 
 def test_search_reads_from_the_replica_and_falls_back_to_the_primary(pair: Pair, web: Web):
-    # One turn's document says "okapi" on both servers; then, with replay paused, only on the replica.
-    turn = (f"src = 'turn' AND obj = (SELECT min(obj) FROM search_doc WHERE src = 'turn' "
-            f"AND rollout_id = {pair.ids['rollout']})")
-    pair.sql(pair.primary, f"UPDATE search_doc SET body = body || ' okapi' WHERE {turn}")
+    # The rollout's document says "okapi" on both servers; then, with replay paused, only on the replica.
+    doc = f"src = 'rollout' AND obj = {pair.ids['rollout']} AND part = 0"
+    pair.sql(pair.primary, f"UPDATE search_doc SET body = body || ' okapi' WHERE {doc}")
     reader = _reader(pair, web)
     assert _search_found(reader, web, "okapi") == (1, 1)
     _paused(pair, True)
     try:
-        pair.sql(pair.primary, f"UPDATE search_doc SET body = replace(body, ' okapi', '') WHERE {turn}")
+        pair.sql(pair.primary, f"UPDATE search_doc SET body = replace(body, ' okapi', '') WHERE {doc}")
         # A writer's reads stay on the primary, which no longer has it: the observable is honest.
         assert _search_found(web.login("writer"), web, "okapi") == (0, 0)
         # The reader's search SQL (the page's and the API's) ran on the replica.
@@ -196,9 +195,8 @@ def test_search_reads_from_the_replica_and_falls_back_to_the_primary(pair: Pair,
 
 
 def test_a_replica_dying_between_probes_costs_no_page(pair: Pair):
-    turn = (f"src = 'turn' AND obj = (SELECT min(obj) FROM search_doc WHERE src = 'turn' "
-            f"AND rollout_id = {pair.ids['rollout']})")
-    pair.sql(pair.primary, f"UPDATE search_doc SET body = body || ' quokka' WHERE {turn}")
+    doc = f"src = 'rollout' AND obj = {pair.ids['rollout']} AND part = 0"
+    pair.sql(pair.primary, f"UPDATE search_doc SET body = body || ' quokka' WHERE {doc}")
     # Probed once an hour, so the one worker still believes in the replica after it is gone.
     web = start_web(pair, workers=1, DEEPREPO_REPLICA_MAX_LAG_SECONDS="600", DEEPREPO_REPLICA_CHECK_SECONDS="3600",
                     DEEPREPO_READ_YOUR_WRITES_SECONDS="4200")
@@ -215,4 +213,4 @@ def test_a_replica_dying_between_probes_costs_no_page(pair: Pair):
             pair.replica.start()
     finally:
         stop_web(web)
-        pair.sql(pair.primary, f"UPDATE search_doc SET body = replace(body, ' quokka', '') WHERE {turn}")
+        pair.sql(pair.primary, f"UPDATE search_doc SET body = replace(body, ' quokka', '') WHERE {doc}")
