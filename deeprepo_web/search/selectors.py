@@ -145,14 +145,21 @@ GUESS_MS = 3000
 ESTIMATE_MS = 100
 
 
-def _estimated_hits(spec: SearchSpec) -> float:
-    """The planner's estimate of the matching bodies; 0 (no opinion) if even planning ran out of time."""
-    sql, params = S.hits_estimate(spec)
+def _first_or(sql: S.Sql, timeout_ms: int, on_timeout: Any) -> Any:
+    """The first value of a deciding query, or `on_timeout` when it runs past `timeout_ms` (our own
+    statement timeout: the answer the query could only have given slowly)."""
     try:
-        plan = _run(sql, params, ESTIMATE_MS)[0][0]
+        return _run(sql[0], sql[1], timeout_ms)[0][0]
     except SearchFailed as exc:
         if not exc.timed_out:
             raise
+        return on_timeout
+
+
+def _estimated_hits(spec: SearchSpec) -> float:
+    """The planner's estimate of the matching bodies; 0 (no opinion) if even planning ran out of time."""
+    plan = _first_or(S.hits_estimate(spec), ESTIMATE_MS, None)
+    if plan is None:
         return 0.0
     return float((json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]["Plan Rows"])
 
@@ -165,13 +172,7 @@ def _estimated_many(spec: SearchSpec) -> bool:
         return False
     if spec.mode != "words":
         return True
-    sql, params = S.words_listed(spec)
-    try:
-        return bool(_run(sql, params, ESTIMATE_MS)[0][0])
-    except SearchFailed as exc:
-        if not exc.timed_out:
-            raise
-        return False
+    return bool(_first_or(S.words_listed(spec), ESTIMATE_MS, False))
 
 
 def _walk(spec: SearchSpec) -> bool:
@@ -188,13 +189,7 @@ def _walk(spec: SearchSpec) -> bool:
         return True
     if _estimated_many(spec):
         return True
-    sql, params = S.hits_capped(spec, WALK_AFTER_HITS)
-    try:
-        return bool(_run(sql, params, COUNT_MS)[0][0] >= WALK_AFTER_HITS)
-    except SearchFailed as exc:
-        if not exc.timed_out:
-            raise
-        return True
+    return bool(_first_or(S.hits_capped(spec, WALK_AFTER_HITS), COUNT_MS, WALK_AFTER_HITS) >= WALK_AFTER_HITS)
 
 
 def _query(alias: str, sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
@@ -252,7 +247,7 @@ def search_page(*, scope: Scope, spec: SearchSpec, page: int = 1, per_page: int 
     if scope.empty or not spec.narrowed:
         return [], False
     rows = _page_rows(scope, spec, [per_page + 1, (page - 1) * per_page])
-    return _results(scope, spec, rows[:per_page]), len(rows) > per_page
+    return _results(scope, spec, [row[0] for row in rows[:per_page]]), len(rows) > per_page
 
 
 SEARCH_KEYS = [id_key(desc=True)]  # newest rollout first
@@ -267,7 +262,7 @@ def search_results(*, scope: Scope, spec: SearchSpec, cursor: str = "", per_page
                       backward=not forward)
     page = page_around(rows, per_page=per_page, forward=forward, from_cursor=values is not None,
                        cursor_of=lambda row, ahead: cursor_encode(order="search", forward=ahead, values=[row[0]]))
-    return KeysetPage(rows=_results(scope, spec, page.rows), next_cursor=page.next_cursor,
+    return KeysetPage(rows=_results(scope, spec, [row[0] for row in page.rows]), next_cursor=page.next_cursor,
                       prev_cursor=page.prev_cursor, at_start=page.at_start)
 
 
@@ -283,8 +278,7 @@ def _located(spec: SearchSpec, rollout_ids: list[int]) -> dict[int, tuple[int, l
     return {rid: (n, firsts) for rid, n, firsts in rows}
 
 
-def _results(scope: Scope, spec: SearchSpec, rows: list[tuple[Any, ...]]) -> list[Result]:
-    ids = [r[0] for r in rows]
+def _results(scope: Scope, spec: SearchSpec, ids: list[int]) -> list[Result]:
     located = _located(spec, ids)
     rows = [(rid, *located.get(rid, (0, []))) for rid in ids]
     rollouts = Rollout.objects.select_related("example").defer("metrics", "reward_components").in_bulk(ids)
