@@ -38,26 +38,27 @@ SLACK = {"rollout": 5_000, "prompt": 20_000}
 MIN_SPLIT = {"rollout": 100, "prompt": 1_000}
 
 
-def _pieces(todo: str) -> str:
+def _pieces() -> str:
     """(rollout id, run id, text, order keys) of every piece of the rollouts in `todo` (id, run_id):
     turns by index, each turn's calls after it, the answer and error last."""
     turn, call, rollout = (BODIES[s].format(a=a) for s, a in (("turn", "t"), ("call", "c"), ("rollout", "r")))
-    return (f"SELECT o.id, o.run_id, {turn}, t.index, 0, t.id FROM {todo} o JOIN runs_turn t ON t.rollout_id = o.id "
-            f"UNION ALL SELECT o.id, o.run_id, {call}, ti.index, 1, c.id FROM {todo} o "
+    return (f"SELECT o.id, o.run_id, {turn}, t.index, 0, t.id FROM todo o JOIN runs_turn t ON t.rollout_id = o.id "
+            f"UNION ALL SELECT o.id, o.run_id, {call}, ti.index, 1, c.id FROM todo o "
             "JOIN runs_toolcall c ON c.rollout_id = o.id LEFT JOIN runs_turn ti ON ti.id = c.turn_id "
-            f"UNION ALL SELECT o.id, o.run_id, {rollout}, NULL, 2, r.id FROM {todo} o JOIN runs_rollout r ON r.id = o.id")
+            f"UNION ALL SELECT o.id, o.run_id, {rollout}, NULL, 2, r.id FROM todo o JOIN runs_rollout r ON r.id = o.id")
 
 
-def fold_sql(pieces: str) -> str:
-    """The documents of `pieces` (rollout id, run id, text, k1, k2, k3): a rollout's pieces in order
-    (k1, k2, k3) joined by newlines, a new part where one begins past a multiple of PART_CHARS.
-    Shared with the migration that folded the per-turn documents (search 0004)."""
+def _rollout_docs(todo: str, on_conflict: str) -> str:
+    """The statement that writes the documents of the rollouts `todo` selects (id, run_id): a rollout's
+    pieces in order joined by newlines, a new part where one begins past a multiple of PART_CHARS.
+    The todo CTE is read once for every kind of piece. Migration search 0004 keeps a frozen copy."""
     order = "p.k1, p.k2, p.k3"
-    return ("SELECT 'rollout', q.rid, q.part, q.rid, q.run_id, string_agg(q.body, E'\\n' ORDER BY q.k1, q.k2, q.k3) "
+    return (f"WITH todo AS MATERIALIZED ({todo}) {_INSERT}"
+            f"SELECT 'rollout', q.rid, q.part, q.rid, q.run_id, string_agg(q.body, E'\\n' ORDER BY q.k1, q.k2, q.k3) "
             "FROM (SELECT p.rid, p.run_id, p.body, p.k1, p.k2, p.k3, (coalesce(sum(length(p.body)) OVER ("
             f"PARTITION BY p.rid ORDER BY {order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) "
-            f"/ {PART_CHARS})::smallint AS part FROM ({pieces}) p(rid, run_id, body, k1, k2, k3)) q "
-            "GROUP BY q.rid, q.run_id, q.part")
+            f"/ {PART_CHARS})::smallint AS part FROM ({_pieces()}) p(rid, run_id, body, k1, k2, k3)) q "
+            f"GROUP BY q.rid, q.run_id, q.part ON CONFLICT (src, obj, part) {on_conflict}")
 
 
 _INSERT = "INSERT INTO search_doc (src, obj, part, rollout_id, run_id, body) "
@@ -71,10 +72,9 @@ def _window(cur: object, src: str, start: int, end: int) -> int:
                "WHERE d.src = 'prompt' AND d.obj = e.id) ON CONFLICT (src, obj, part) DO NOTHING")
         cur.execute(sql, [start, end])  # type: ignore[attr-defined]
         return int(cur.rowcount)  # type: ignore[attr-defined]
-    # The rollouts of the window not indexed yet (a CTE: read once, used by each kind of piece).
-    sql = ("WITH todo AS MATERIALIZED (SELECT r.id, r.run_id FROM runs_rollout r WHERE r.id > %s AND r.id <= %s "
-           "AND NOT EXISTS (SELECT 1 FROM search_doc d WHERE d.src = 'rollout' AND d.obj = r.id)) "
-           f"{_INSERT}{fold_sql(_pieces('todo'))} ON CONFLICT (src, obj, part) DO NOTHING")
+    # The rollouts of the window not indexed yet.
+    sql = _rollout_docs("SELECT r.id, r.run_id FROM runs_rollout r WHERE r.id > %s AND r.id <= %s AND NOT EXISTS "
+                        "(SELECT 1 FROM search_doc d WHERE d.src = 'rollout' AND d.obj = r.id)", "DO NOTHING")
     cur.execute(sql, [start, end])  # type: ignore[attr-defined]
     return int(cur.rowcount)  # type: ignore[attr-defined]
 
@@ -153,6 +153,5 @@ def search_docs_rebuild(rollout_ids: list[int]) -> None:
         cur.execute("DELETE FROM search_doc WHERE src = 'rollout' AND obj = ANY(%s)", [rollout_ids])
         # A pass of the indexer may have folded the old rows meanwhile (its insert waits for ours):
         # the newer text wins.
-        cur.execute("WITH todo AS MATERIALIZED (SELECT r.id, r.run_id FROM runs_rollout r WHERE r.id = ANY(%s)) "
-                    f"{_INSERT}{fold_sql(_pieces('todo'))} ON CONFLICT (src, obj, part) DO UPDATE "
-                    "SET body = EXCLUDED.body, run_id = EXCLUDED.run_id", [rollout_ids])
+        cur.execute(_rollout_docs("SELECT r.id, r.run_id FROM runs_rollout r WHERE r.id = ANY(%s)",
+                                  "DO UPDATE SET body = EXCLUDED.body, run_id = EXCLUDED.run_id"), [rollout_ids])

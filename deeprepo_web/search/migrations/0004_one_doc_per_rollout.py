@@ -1,6 +1,6 @@
 """One search document per rollout (issue 30, items 1 and 2): a rollout's turn, tool-call and rollout
 documents are folded into one (its texts in turn order joined by newlines, cut into parts past 50,000
-characters, as search.indexer.fold_sql does); prompts stay one document per example. At 2*10^4
+characters, as search.indexer._rollout_docs does); prompts stay one document per example. At 2*10^4
 rollouts this took the search table from 5,450 to 2,200 B per rollout (docs/scale.md).
 
 The folded documents go into a new table, built with its indexes after it is filled (faster than
@@ -15,7 +15,7 @@ are left to the new indexer: its rollout watermark is moved back before the firs
 
 from django.db import migrations, models
 
-# The ordering and parts of search.indexer.fold_sql as of this migration, over the old documents:
+# The ordering and parts of search.indexer._rollout_docs as of this migration, over the old documents:
 # a turn's document, then its calls' (their turn's index), the rollout's answer and error last.
 FOLD = (
     "INSERT INTO search_doc_folded (src, obj, part, rollout_id, run_id, body) "
