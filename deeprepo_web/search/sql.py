@@ -140,8 +140,8 @@ def located_sql(spec: SearchSpec, rollout_ids: list[int]) -> Sql:
 
 
 def hits_estimate(spec: SearchSpec) -> Sql:
-    """The planner's guess of how many bodies match (EXPLAIN, nothing read): the statistics of the
-    words index (its most common lexemes) or of the body (pattern selectivity)."""
+    """The planner's guess of how many bodies a words search matches (EXPLAIN, nothing read), from the
+    statistics of the words index (its most common lexemes)."""
     match, params = doc_match(spec)
     return (f"EXPLAIN (FORMAT JSON) SELECT 1 FROM search_doc d WHERE d.src = ANY(%s) AND {match}",
             [doc_sources(spec), *params])

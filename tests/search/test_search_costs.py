@@ -50,6 +50,22 @@ def test_a_word_the_statistics_do_not_list_is_counted_not_walked(team, corpus, m
     assert _counted(queries) == []  # a listed word's estimate is a count: walked without counting
 
 
+def test_a_substring_is_counted_whatever_the_planner_guesses(team, corpus, monkeypatch):
+    monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 1000)
+    with connection.cursor() as cur:  # 400 short documents hold the text; 4,000 over 1 kB do not, and
+        # ANALYZE leaves values over 1 kB out of the body's statistics: it sees only the short ones
+        cur.execute("INSERT INTO search_doc (src, obj, part, rollout_id, run_id, body) "
+                    "SELECT 'rollout', 10000000 + g, 0, 10000000 + g, %s, "
+                    "CASE WHEN g <= 400 THEN 'cat /secret.key ' || g ELSE repeat('lorem ipsum ', 100) || g END "
+                    "FROM generate_series(1, 4400) g", [corpus.run.pk])
+        cur.execute("ANALYZE search_doc")
+    spec = spec_parse({"q": "/secret.key", "mode": "substring"})
+    assert selectors._estimated_hits(spec) >= selectors.WALK_AFTER_HITS  # the planner's guess says "many"
+    with CaptureQueriesContext(connection) as queries:
+        assert selectors._walk(spec) is False  # the index counts 400 (the walk would read 4,000 rollouts)
+    assert len(_counted(queries)) == 1
+
+
 def test_the_page_loads_no_model_per_run_of_the_project(client, team, corpus):
     from deeprepo_web.runs.services import run_create
 
