@@ -128,6 +128,8 @@ def test_new_rollouts_are_searchable_after_the_index_pass(team, corpus):
 @pytest.mark.parametrize("params", [
     {"q": "give up"}, {"q": "flaky scheduler"}, {"q": "read_file", "in": "tool_name"},
     {"q": "bad id", "mode": "substring"}, {"q": r"job-[0-9]+", "mode": "regex"}, {"q": "pwned", "step_min": "3"},
+    # the walk tests every word as a substring before the tsvector: any case, phrases, or, -word
+    {"q": "valueerror BYPASSED"}, {"q": '"give up"'}, {"q": "sandbox or pwned"}, {"q": "give -sandbox"},
 ])
 def test_walking_the_rollouts_finds_what_the_indexes_find(team, corpus, monkeypatch, params):
     from deeprepo_web.search import selectors
