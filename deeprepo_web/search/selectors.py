@@ -358,6 +358,14 @@ def _most_matched(matched: list[tuple[Any, ...]], top: int) -> list[int]:
     return [run_id for run_id, n in per_run.items() if n >= least]
 
 
+def search_too_common(*, scope: Scope, spec: SearchSpec) -> bool:
+    """Whether a search of every run matches so many rollouts (the page walks: WALK_AFTER_HITS or more)
+    that counting them per run and step would read nearly the whole search table: a common word at
+    3·10^6 rollouts ran into the counts' 20 s timeout, a core's 20 s for every view of its page. One
+    run's counts stay: what that costs grows with the run, not with the project."""
+    return bool(spec.q) and not spec.run and not scope.empty and spec.indexed and _walk(spec)
+
+
 def search_counts(*, scope: Scope, spec: SearchSpec,
                   top: int | None = None) -> dict[int, dict[int | None, tuple[int, int]]]:
     """run id -> step -> (matching rollouts, rollouts): how often the pattern occurs over training.

@@ -26,7 +26,7 @@ from deeprepo_web.labels.selectors import marks_for_rollouts
 from deeprepo_web.labels.services import LabelError, marks_bulk_create
 from deeprepo_web.runs.access import run_for_user
 from deeprepo_web.runs.models import Run
-from deeprepo_web.search import exports
+from deeprepo_web.search import exports, selectors
 from deeprepo_web.search.chart import HEIGHT, MAX_RUNS, WIDTH, chart_rows
 from deeprepo_web.search.indexer import search_index_lag
 from deeprepo_web.search.selectors import (
@@ -35,6 +35,7 @@ from deeprepo_web.search.selectors import (
     search_results,
     search_rollout_ids,
     search_scope,
+    search_too_common,
 )
 from deeprepo_web.search.spec import MODES, spec_parse
 from deeprepo_web.search.texts import FIELD_LABELS
@@ -99,14 +100,18 @@ def counts(request: HttpRequest, slug: str) -> HttpResponse:
     project, _ = access.project_for_user(request.user, slug)
     spec = spec_parse(request.GET)
     scope = search_scope(project=project, spec=spec)
+    rows: list[Any] = []
+    failed = ""
+    too_common = False
     try:
-        counts = search_counts(scope=scope, spec=spec, top=MAX_RUNS)  # what the chart shows
-        rows = chart_rows(counts, scope.runs_for(counts))
-        failed = ""
+        too_common = search_too_common(scope=scope, spec=spec)
+        if not too_common:
+            counts = search_counts(scope=scope, spec=spec, top=MAX_RUNS)  # what the chart shows
+            rows = chart_rows(counts, scope.runs_for(counts))
     except SearchFailed as exc:
-        rows, failed = [], str(exc)
-    ctx = {"project": project, "rows": rows, "failed": failed, "spec": spec, "width": WIDTH, "height": HEIGHT,
-           "query": urlencode(spec.params())}
+        failed = str(exc)
+    ctx = {"project": project, "rows": rows, "failed": failed, "too_common": too_common, "spec": spec,
+           "width": WIDTH, "height": HEIGHT, "query": urlencode(spec.params()), "many": f"{selectors.WALK_AFTER_HITS:,}"}
     return render(request, "search/search.html#counts", ctx)
 
 

@@ -104,3 +104,15 @@ def test_the_chart_counts_rollouts_per_step_in_the_runs_it_shows(client, team, c
     client.force_login(team.viewer)
     html = client.get(reverse("search_counts", args=["demo"]) + "?q=give+up").content.decode()
     assert "search-run" in html and "second-run" in html and "quiet-run" not in html
+
+
+def test_a_text_in_too_many_rollouts_is_counted_in_one_run_only(client, team, corpus, monkeypatch):
+    monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 1)  # any text found counts as common
+    client.force_login(team.viewer)
+    url = reverse("search_counts", args=["demo"])
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(url + "?q=give+up").content.decode()
+    assert "In more than 1 rollouts: too many to count in every run" in html and "Choose a run" in html
+    assert not [q for q in queries.captured_queries if q["sql"].startswith("SELECT r.run_id, r.step, count(*)")]
+    html = client.get(url + f"?q=give+up&run={corpus.run.public_id}").content.decode()  # one run: counted
+    assert "too many" not in html and f'data-run="{corpus.run.public_id}"' in html
