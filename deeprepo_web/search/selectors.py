@@ -363,7 +363,7 @@ def search_too_common(*, scope: Scope, spec: SearchSpec) -> bool:
     that counting them per run and step would read nearly the whole search table: a common word at
     3·10^6 rollouts ran into the counts' 20 s timeout, a core's 20 s for every view of its page. One
     run's counts stay: what that costs grows with the run, not with the project."""
-    return bool(spec.q) and not spec.run and not scope.empty and spec.indexed and _walk(spec)
+    return not spec.run and not scope.empty and spec.indexed and _walk(spec)  # _walk: False without a text
 
 
 def search_counts(*, scope: Scope, spec: SearchSpec,
