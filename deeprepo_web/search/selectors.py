@@ -7,12 +7,14 @@ bulk labels and exports stays on the primary (a POST, or a server-side cursor be
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.cache import cache
 from django.db import DataError, connections, transaction
 from django.db.utils import OperationalError
 from django.utils.safestring import SafeString
@@ -41,6 +43,11 @@ class SearchFailed(Exception):
     def __init__(self, message: str, *, timed_out: bool = False) -> None:
         super().__init__(message)
         self.timed_out = timed_out
+
+
+class SearchTooCommon(SearchFailed):
+    """A search of every run whose text is in so many rollouts that counting them per run and step
+    would read nearly the whole search table."""
 
 
 RUN_FIELDS = ("id", "public_id", "name", "project_id", "kind")
@@ -141,6 +148,10 @@ COUNT_MS = 150
 GUESS_MS = 3000
 
 
+# How long a walk-or-count decision is reused (seconds).
+WALK_TTL = 60
+
+
 # An EXPLAIN plans and reads nothing: under a millisecond, however big the table.
 ESTIMATE_MS = 100
 
@@ -190,9 +201,16 @@ def _walk(spec: SearchSpec) -> bool:
         return False
     if not spec.indexed:  # no index narrows it (spec_parse allowed it in a bounded scope): walk that scope
         return True
-    if _estimated_many(spec):
-        return True
-    return bool(_first_or(S.hits_capped(spec, WALK_AFTER_HITS), COUNT_MS, WALK_AFTER_HITS) >= WALK_AFTER_HITS)
+    count = S.hits_capped(spec, WALK_AFTER_HITS)
+    # Kept for WALK_TTL: the list page, its lazy chart and each next page ask the same question, and a
+    # substring's count costs up to COUNT_MS each time. The count reads every project's documents, so
+    # the key is the count itself; a decision a minute old only picks the slower way, never other rows.
+    key = "search-walk:" + hashlib.sha256(repr(count).encode()).hexdigest()
+    walk = cache.get(key)
+    if walk is None:
+        walk = _estimated_many(spec) or bool(_first_or(count, COUNT_MS, WALK_AFTER_HITS) >= WALK_AFTER_HITS)
+        cache.set(key, walk, WALK_TTL)
+    return bool(walk)
 
 
 def _query(alias: str, sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
@@ -358,12 +376,12 @@ def _most_matched(matched: list[tuple[Any, ...]], top: int) -> list[int]:
     return [run_id for run_id, n in per_run.items() if n >= least]
 
 
-def search_too_common(*, scope: Scope, spec: SearchSpec) -> bool:
-    """Whether a search of every run matches so many rollouts (the page walks: WALK_AFTER_HITS or more)
-    that counting them per run and step would read nearly the whole search table: a common word at
-    3·10^6 rollouts ran into the counts' 20 s timeout, a core's 20 s for every view of its page. One
-    run's counts stay: what that costs grows with the run, not with the project."""
-    return not spec.run and not scope.empty and spec.indexed and _walk(spec)  # _walk: False without a text
+def _too_common(scope: Scope, spec: SearchSpec) -> bool:
+    """A search of every run that the page walks (WALK_AFTER_HITS or more): counting it per run and step
+    would read nearly the whole search table. A common word at 3·10^6 rollouts ran into the counts' 20 s
+    timeout, a core's 20 s for every view of its page (and of a live report panel). One run's counts
+    stay: what that costs grows with the run, not with the project."""
+    return not spec.run and spec.indexed and _walk(spec)  # _walk: False without a text
 
 
 def search_counts(*, scope: Scope, spec: SearchSpec,
@@ -372,9 +390,13 @@ def search_counts(*, scope: Scope, spec: SearchSpec,
 
     `top`: only the runs with the most matches (at least that many, ties kept), as a chart of that many
     runs shows them: the rollouts per step are counted in those runs alone, not in every run of the
-    project (a scan of all its rollouts per search: 17 ms at 10^5 rollouts, seconds at 10^7)."""
+    project (a scan of all its rollouts per search: 17 ms at 10^5 rollouts, seconds at 10^7).
+    Raises SearchTooCommon for a text in too many rollouts of every run (`_too_common`)."""
     if scope.empty or not spec.narrowed:
         return {}
+    if _too_common(scope, spec):
+        raise SearchTooCommon(f"it is in more than {WALK_AFTER_HITS:,} rollouts: too many to count in every run "
+                              "of the project; choose a run to see where it occurs over training")
     sql, params = _matches_sql(scope, spec, ordered=False, walk=not spec.indexed)
     matched = _run(f"SELECT r.run_id, r.step, count(*) FROM ({sql}) x(id) "
                    "JOIN runs_rollout r ON r.id = x.id GROUP BY 1, 2", params, COUNTS_TIMEOUT_MS)

@@ -31,11 +31,11 @@ from deeprepo_web.search.chart import HEIGHT, MAX_RUNS, WIDTH, chart_rows
 from deeprepo_web.search.indexer import search_index_lag
 from deeprepo_web.search.selectors import (
     SearchFailed,
+    SearchTooCommon,
     search_counts,
     search_results,
     search_rollout_ids,
     search_scope,
-    search_too_common,
 )
 from deeprepo_web.search.spec import MODES, spec_parse
 from deeprepo_web.search.texts import FIELD_LABELS
@@ -104,10 +104,10 @@ def counts(request: HttpRequest, slug: str) -> HttpResponse:
     failed = ""
     too_common = False
     try:
-        too_common = search_too_common(scope=scope, spec=spec)
-        if not too_common:
-            counts = search_counts(scope=scope, spec=spec, top=MAX_RUNS)  # what the chart shows
-            rows = chart_rows(counts, scope.runs_for(counts))
+        counts = search_counts(scope=scope, spec=spec, top=MAX_RUNS)  # what the chart shows
+        rows = chart_rows(counts, scope.runs_for(counts))
+    except SearchTooCommon:
+        too_common = True
     except SearchFailed as exc:
         failed = str(exc)
     ctx = {"project": project, "rows": rows, "failed": failed, "too_common": too_common, "spec": spec,

@@ -116,3 +116,28 @@ def test_a_text_in_too_many_rollouts_is_counted_in_one_run_only(client, team, co
     assert not [q for q in queries.captured_queries if q["sql"].startswith("SELECT r.run_id, r.step, count(*)")]
     html = client.get(url + f"?q=give+up&run={corpus.run.public_id}").content.decode()  # one run: counted
     assert "too many" not in html and f'data-run="{corpus.run.public_id}"' in html
+
+
+def test_a_report_panel_of_a_text_in_too_many_rollouts_asks_for_a_run(team, corpus, monkeypatch):
+    from deeprepo_web.reports.panels import panel_compute
+
+    monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 1)  # any text found counts as common
+    with CaptureQueriesContext(connection) as queries:
+        data = panel_compute(team.project, "search_counts", {"q": "give up"})  # what the panel shows
+    assert "in more than 1 rollouts" in data["error"] and "choose a run" in data["error"]
+    assert not [q for q in queries.captured_queries if q["sql"].startswith("SELECT r.run_id, r.step, count(*)")]
+    data = panel_compute(team.project, "search_counts", {"q": "give up", "run": corpus.run.public_id})
+    assert [(r["run"], r["matched"]) for r in data["runs"]] == [("search-run", 1)]  # one run: counted
+
+
+def test_the_page_and_its_chart_decide_walk_or_count_once(client, team, corpus):
+    client.force_login(team.viewer)
+    query = "?q=sandbox+is&mode=substring"
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(reverse("search", args=["demo"]) + query).content.decode()
+        chart = client.get(reverse("search_counts", args=["demo"]) + query).content.decode()
+    assert f"/rollouts/{corpus.ids['second-giveup']}/" in html and "second-run" in chart
+    assert len(_counted(queries)) == 1  # the chart's request reused the page's decision
+    with CaptureQueriesContext(connection) as queries:  # another text: decided on its own
+        client.get(reverse("search", args=["demo"]) + "?q=give+up&mode=substring")
+    assert len(_counted(queries)) == 1
