@@ -189,28 +189,44 @@ def _estimated_many(spec: SearchSpec) -> bool:
     return bool(_first_or(S.words_listed(spec), ESTIMATE_MS, False))
 
 
-def _walk(spec: SearchSpec) -> bool:
+def _walk_key(spec: SearchSpec) -> str:
+    # The count reads every project's documents, so the count itself is the key.
+    return "search-walk:" + hashlib.sha256(repr(S.hits_capped(spec, WALK_AFTER_HITS)).encode()).hexdigest()
+
+
+def _walk(spec: SearchSpec, *, sure: bool = False) -> bool:
     """Whether many bodies match: count them through the index, up to WALK_AFTER_HITS and for at most
     COUNT_MS (counting two common words at 1M rollouts took 0.4 s, longer than the walk itself).
 
     For words the planner's estimate comes first (under a millisecond): when it already says many, the
     count is skipped. It would end the same way: the planner scans the table for a common text, which finds
     WALK_AFTER_HITS or runs out of COUNT_MS (both mean walk) on any table too big to scan in COUNT_MS;
-    it cost every common-word page those 150 ms (docs/scale.md, "The search page's fixed costs")."""
+    it cost every common-word page those 150 ms (docs/scale.md, "The search page's fixed costs").
+
+    The answer is kept for WALK_TTL: the list page, its lazy chart and each next page ask the same question.
+    A count that ran out of COUNT_MS (a common text, or a rare one read cold) is only a guess: `sure`
+    callers count again rather than take it, and a page whose guess failed keeps the way that answered
+    (`_walk_corrected`). A decision a minute old can only pick the slower way, never other rows."""
     if not spec.q:
         return False
     if not spec.indexed:  # no index narrows it (spec_parse allowed it in a bounded scope): walk that scope
         return True
-    count = S.hits_capped(spec, WALK_AFTER_HITS)
-    # Kept for WALK_TTL: the list page, its lazy chart and each next page ask the same question, and a
-    # substring's count costs up to COUNT_MS each time. The count reads every project's documents, so
-    # the key is the count itself; a decision a minute old only picks the slower way, never other rows.
-    key = "search-walk:" + hashlib.sha256(repr(count).encode()).hexdigest()
-    walk = cache.get(key)
-    if walk is None:
-        walk = _estimated_many(spec) or bool(_first_or(count, COUNT_MS, WALK_AFTER_HITS) >= WALK_AFTER_HITS)
-        cache.set(key, walk, WALK_TTL)
-    return bool(walk)
+    key = _walk_key(spec)
+    kept = cache.get(key)
+    if kept is not None and (kept[1] or not sure):
+        return bool(kept[0])
+    if _estimated_many(spec):
+        walk, certain = True, True
+    else:
+        hits = _first_or(S.hits_capped(spec, WALK_AFTER_HITS), COUNT_MS, None)
+        walk, certain = (True, False) if hits is None else (hits >= WALK_AFTER_HITS, True)
+    if certain or kept is None:  # a guess does not replace what a page found out (_walk_corrected)
+        cache.set(key, (walk, certain), WALK_TTL)
+    return walk
+
+
+def _walk_corrected(spec: SearchSpec, walk: bool) -> None:
+    cache.set(_walk_key(spec), (walk, False), WALK_TTL)
 
 
 def _query(alias: str, sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
@@ -260,7 +276,9 @@ def _page_rows(scope: Scope, spec: SearchSpec, window: list[int], beyond: int | 
             raise
     # The count's guess was wrong (or the page is deep): the other way gets the rest of the time.
     sql, params = _matches_sql(scope, spec, walk=not walk, beyond=beyond, backward=backward)
-    return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], PAGE_TIMEOUT_MS)
+    rows = _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], PAGE_TIMEOUT_MS)
+    _walk_corrected(spec, not walk)
+    return rows
 
 
 def search_page(*, scope: Scope, spec: SearchSpec, page: int = 1, per_page: int = 50) -> tuple[list[Result], bool]:
@@ -381,7 +399,7 @@ def _too_common(scope: Scope, spec: SearchSpec) -> bool:
     would read nearly the whole search table. A common word at 3·10^6 rollouts ran into the counts' 20 s
     timeout, a core's 20 s for every view of its page (and of a live report panel). One run's counts
     stay: what that costs grows with the run, not with the project."""
-    return not spec.run and spec.indexed and _walk(spec)  # _walk: False without a text
+    return not spec.run and spec.indexed and _walk(spec, sure=True)  # _walk: False without a text
 
 
 def search_counts(*, scope: Scope, spec: SearchSpec,

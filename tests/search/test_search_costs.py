@@ -3,6 +3,7 @@ a model per run of the project, rollouts per step of runs the chart does not sho
 
 from __future__ import annotations
 
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -141,3 +142,24 @@ def test_the_page_and_its_chart_decide_walk_or_count_once(client, team, corpus):
     with CaptureQueriesContext(connection) as queries:  # another text: decided on its own
         client.get(reverse("search", args=["demo"]) + "?q=give+up&mode=substring")
     assert len(_counted(queries)) == 1
+
+
+def test_a_count_that_ran_out_of_time_is_only_a_guess_for_the_chart(client, team, corpus, monkeypatch):
+    monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 10**6)  # whatever the count finds is "few"
+    with connection.cursor() as cur:  # enough documents holding the text that counting them takes > 1 ms
+        cur.execute("INSERT INTO search_doc (src, obj, part, rollout_id, run_id, body) "
+                    "SELECT 'rollout', 10000000 + g, 0, 10000000 + g, %s, 'the sandbox is down ' || g "
+                    "FROM generate_series(1, 20000) g", [corpus.run.pk])
+    spec = spec_parse({"q": "sandbox is", "mode": "substring"})
+    query = "?q=sandbox+is&mode=substring"
+    client.force_login(team.viewer)
+    monkeypatch.setattr(selectors, "COUNT_MS", 1)  # Postgres cancels the count: the page walks on a guess
+    html = client.get(reverse("search", args=["demo"]) + query).content.decode()
+    assert f"/rollouts/{corpus.ids['second-giveup']}/" in html
+    assert cache.get(selectors._walk_key(spec)) == (True, False)
+    monkeypatch.setattr(selectors, "COUNT_MS", 150)
+    with CaptureQueriesContext(connection) as queries:
+        chart = client.get(reverse("search_counts", args=["demo"]) + query).content.decode()
+    assert len(_counted(queries)) == 1  # not "too common" on a guess: counted, and found few
+    assert "too many" not in chart and "second-run" in chart
+    assert cache.get(selectors._walk_key(spec)) == (False, True)
