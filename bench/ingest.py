@@ -4,7 +4,8 @@ All in one run on one server, so the ratios hold on a busy machine. The workload
 one (../shared/bench): 1,000,000 metric points = 50 keys x 20,000 steps logged in training-loop
 order, and 20,000 rollouts x 8 turns of ~1 KB (assistant turns with one tool call), logged 64 per
 log_rollouts call. Also reports the client's CPU seconds (this process: the training process)
-per 1,000,000 points and per 10,000 rollouts, and how busy the machine was.
+per 1,000,000 points and per 10,000 rollouts, how busy the machine was, and where a logged rollout's
+CPU goes (`rollout_cpu_us`: the client, the web workers, the Postgres backends; from /proc).
 
 Targets: client points >= 30 % of COPY, rollouts >= 25 %, raw HTTP points >= 50 %, client CPU
 <= 2 s per 1,000,000 points. Last line: one JSON object.
@@ -15,10 +16,12 @@ Targets: client points >= 30 % of COPY, rollouts >= 25 %, raw HTTP points >= 50 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -96,12 +99,62 @@ class Busy:
         return round(100.0 * (1 - (i - self.t[1]) / max(1, t - self.t[0])), 1)
 
 
-def measure(fn: Any) -> dict[str, Any]:
+def _proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class ServerCpu:
+    """CPU seconds of the web server's workers and of the database's Postgres backends over a load, from
+    /proc. Where a rollout's CPU goes (client, web, Postgres) is what a busy machine changes least: the
+    wall time there measures the neighbours too."""
+
+    def __init__(self, site: str, url: str) -> None:
+        self.url = url
+        port = site.rsplit(":", 1)[1]
+        master = subprocess.run(["pgrep", "-f", f"gunicorn deeprepo_web.wsgi -b 127.0.0.1:{port}"],
+                                capture_output=True, text=True).stdout.split()
+        self.master = int(master[0])
+
+    def _workers(self) -> list[int]:
+        out = subprocess.run(["pgrep", "-P", str(self.master)], capture_output=True, text=True).stdout.split()
+        return [int(p) for p in out]
+
+    def _backends(self) -> list[int]:
+        with psycopg.connect(self.url) as conn:
+            rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                                "AND pid <> pg_backend_pid() AND backend_type = 'client backend'").fetchall()
+        return [r[0] for r in rows]
+
+    def __enter__(self) -> ServerCpu:
+        self.web0 = {p: _proc_cpu_s(p) for p in self._workers()}
+        self.pg0 = {p: _proc_cpu_s(p) for p in self._backends()}
+        self.out: dict[str, float] = {}
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        # Backends opened during the load count whole (the web workers keep their connections).
+        web = {p: _proc_cpu_s(p) for p in {*self.web0, *self._workers()}}
+        pg = {p: _proc_cpu_s(p) for p in {*self.pg0, *self._backends()}}
+        self.out = {"web_cpu_s": round(sum(web[p] - self.web0.get(p, 0.0) for p in web), 3),
+                    "postgres_cpu_s": round(sum(pg[p] - self.pg0.get(p, 0.0) for p in pg), 3)}
+
+
+def measure(fn: Any, server: ServerCpu | None = None) -> dict[str, Any]:
     busy = Busy()
     cpu, wall = time.process_time(), time.perf_counter()
-    out = fn()
-    return {"wall_s": round(time.perf_counter() - wall, 3), "client_cpu_s": round(time.process_time() - cpu, 3),
-            "busy_pct": busy.pct(), "loadavg_1m": round(os.getloadavg()[0], 2), "out": out}
+    with server or contextlib.nullcontext():
+        out = fn()
+    res = {"wall_s": round(time.perf_counter() - wall, 3), "client_cpu_s": round(time.process_time() - cpu, 3),
+           "busy_pct": busy.pct(), "loadavg_1m": round(os.getloadavg()[0], 2), "out": out}
+    if server is not None:
+        res.update(server.out)
+    return res
 
 
 # ------------------------------------------------------------------ COPY, the limit
@@ -163,7 +216,8 @@ def copy_rollouts(url: str, records: list[dict[str, Any]]) -> dict[str, Any]:
 # ------------------------------------------------------------------ through the client and raw HTTP
 
 
-def _through_client(site: str, key: str, name: str, log: Callable[[Any], None], spool: str) -> dict[str, Any]:
+def _through_client(site: str, key: str, name: str, log: Callable[[Any], None], spool: str,
+                    server: ServerCpu | None = None) -> dict[str, Any]:
     """Time `log(run)` and the finish() after it, for a run logged through the client as a trainer does."""
     import deeprepo_client
 
@@ -175,7 +229,7 @@ def _through_client(site: str, key: str, name: str, log: Callable[[Any], None], 
         summary = run.finish()
         return {"finish_s": round(time.perf_counter() - logged, 3), "summary": dict(summary)}
 
-    out = measure(load)
+    out = measure(load, server)
     out["run_id"] = run.id
     return out
 
@@ -188,12 +242,12 @@ def client_points(site: str, key: str, values: list[dict[str, float]], spool: st
     return _through_client(site, key, "bench-client-points", log, spool)
 
 
-def client_rollouts(site: str, key: str, records: list[dict[str, Any]], spool: str) -> dict[str, Any]:
+def client_rollouts(site: str, key: str, records: list[dict[str, Any]], spool: str, url: str) -> dict[str, Any]:
     def log(run: Any) -> None:
         for i in range(0, len(records), 64):
             run.log_rollouts(records[i : i + 64])
 
-    return _through_client(site, key, "bench-client-rollouts", log, spool)
+    return _through_client(site, key, "bench-client-rollouts", log, spool, ServerCpu(site, url))
 
 
 def raw_points(site: str, key: str, values: list[dict[str, float]], body_bytes: int) -> dict[str, Any]:
@@ -287,7 +341,7 @@ def main() -> None:
             print(f"COPY points again: {res['copy_points_after']['wall_s']} s", file=sys.stderr)
             res["copy_rollouts"] = copy_rollouts(url, records)
             print(f"COPY rollouts: {res['copy_rollouts']['wall_s']} s", file=sys.stderr)
-            res["client_rollouts"] = client_rollouts(site, key, records, spool)
+            res["client_rollouts"] = client_rollouts(site, key, records, spool, url)
             print(f"client rollouts: {res['client_rollouts']['wall_s']} s", file=sys.stderr)
             res["copy_rollouts_after"] = copy_rollouts(url, records)
             print(f"COPY rollouts again: {res['copy_rollouts_after']['wall_s']} s", file=sys.stderr)
@@ -322,6 +376,10 @@ def summary(res: dict[str, Any], n_points: int, n_rollouts: int) -> dict[str, An
         "client_rollouts_ratio": round(n_rollouts / cr["wall_s"] / copy_r, 3),
         "client_cpu_s_per_1m_points": round(cp["client_cpu_s"] * 1e6 / n_points, 2),
         "client_cpu_s_per_10k_rollouts": round(cr["client_cpu_s"] * 1e4 / n_rollouts, 2),
+        # Where a rollout's CPU goes: the training process, the web workers, Postgres (/proc, see ServerCpu).
+        "rollout_cpu_us": {"client": round(cr["client_cpu_s"] * 1e6 / n_rollouts, 1),
+                           "web": round(cr["web_cpu_s"] * 1e6 / n_rollouts, 1),
+                           "postgres": round(cr["postgres_cpu_s"] * 1e6 / n_rollouts, 1)},
         "client_finish_wait_s": {"points": cp["out"]["finish_s"], "rollouts": cr["out"]["finish_s"]},
         "idle_client": res["idle"],
         "raw_http_requests": rp["requests"],
