@@ -72,16 +72,20 @@ def _prompt_field(spec: SearchSpec) -> Sql:
     return f" AND EXISTS (SELECT 1 FROM runs_example f WHERE f.id = d.obj AND {cond})", params
 
 
-def matched_sql(spec: SearchSpec, *, run_ids: list[int], doc_runs: bool = True) -> Sql:
+def matched_sql(spec: SearchSpec, *, run_ids: list[int], doc_runs: str = "index") -> Sql:
     """Rows (rollout_id): every rollout whose document matches (once per matching part), or whose
-    example's prompt does, as the GIN indexes find them. With `doc_runs` the documents' own run is
-    tested (else the caller's join to runs_rollout keeps the runs)."""
+    example's prompt does, as the GIN indexes find them. `doc_runs`: how the documents' own run is
+    tested — "index" through search_doc_run (one run's documents), "filter" on each document the match
+    found (many runs: through the index, the planner walked every document of the runs and tested each
+    body, >20 s for a common word at 1,000 runs), "" not at all (the caller joins runs_rollout)."""
     match, params = doc_match(spec)
     parts: list[str] = []
     out: list[Any] = []
     sources = doc_sources(spec)
     if "rollout" in sources:
-        near, near_params = (" AND d.run_id = ANY(%s)", [run_ids]) if doc_runs else ("", [])
+        # `+ 0`: an expression no index holds, so the run is tested on the documents the match found.
+        column = {"index": "d.run_id", "filter": "d.run_id + 0"}.get(doc_runs)
+        near, near_params = (f" AND {column} = ANY(%s)", [run_ids]) if column else ("", [])
         field, field_params = _in_rollout(spec, "d.obj")
         parts.append(f"SELECT d.obj FROM search_doc d WHERE d.src = 'rollout'{near} AND {match}{field}")
         out += [*near_params, *params, *field_params]
@@ -181,6 +185,12 @@ def hits_capped(spec: SearchSpec, cap: int) -> Sql:
     match, params = doc_match(spec)
     return (f"SELECT count(*) FROM (SELECT 1 FROM search_doc d WHERE d.src = ANY(%s) AND {match} "
             f"LIMIT {int(cap)}) x", [doc_sources(spec), *params])
+
+
+def rollout_filtered(spec: SearchSpec, *, label_id: int | None) -> bool:
+    """Whether a search keeps rollouts by more than their run (what rollout_filters adds to the run set)."""
+    bounds = (spec.step_min, spec.step_max, spec.reward_min, spec.reward_max)
+    return any(v is not None for v in bounds) or bool(spec.stop or spec.tool) or label_id is not None
 
 
 def rollout_filters(spec: SearchSpec, *, run_ids: list[int], label_id: int | None) -> Sql:

@@ -163,3 +163,18 @@ def test_a_count_that_ran_out_of_time_is_only_a_guess_for_the_chart(client, team
     assert len(_counted(queries)) == 1  # not "too common" on a guess: counted, and found few
     assert "too many" not in chart and "second-run" in chart
     assert cache.get(selectors._walk_key(spec)) == (False, True)
+
+
+def test_a_search_with_no_rollout_filter_keeps_the_runs_on_the_documents(team, corpus):
+    spec = spec_parse({"q": "give up"})
+    scope = search_scope(project=team.project, spec=spec)
+    sql, _ = selectors._matches_sql(scope, spec)
+    assert "FROM runs_rollout r" not in sql and "d.run_id + 0 = ANY" in sql  # no probe of runs_rollout per hit
+    results, _ = selectors.search_page(scope=scope, spec=spec)
+    found = {r.rollout.uid for r in results}
+    assert found == {"giveup", "second-giveup"}  # not the other project's "I give up", whose run is not here
+    filtered = spec_parse({"q": "give up", "step_min": "1"})  # a filter on the rollout: read per hit
+    sql, _ = selectors._matches_sql(search_scope(project=team.project, spec=filtered), filtered)
+    assert "FROM runs_rollout r WHERE r.id IN" in sql
+    results, _ = selectors.search_page(scope=search_scope(project=team.project, spec=filtered), spec=filtered)
+    assert [r.rollout.uid for r in results] == ["second-giveup"]
