@@ -132,7 +132,7 @@ def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: 
         probe, probe_params = S.rollout_probe(spec)
         return (f"SELECT r.id FROM runs_rollout r CROSS JOIN LATERAL ({probe}) h WHERE {where} AND h.n > 0{order}",
                 probe_params + params)
-    if not S.rollout_filtered(spec, label_id=scope.label_id):
+    if not S.rollout_conditions(spec, label_id=scope.label_id)[0]:
         # The runs are all that keeps a rollout: tested on the matching documents themselves, with no probe
         # of runs_rollout per hit (~150 of 265 ms for a text in 16,000 rollouts at 10^7, docs/scale.md).
         hits, hit_params = S.matched_sql(spec, run_ids=scope.run_ids, doc_runs="index" if spec.run else "filter")

@@ -187,16 +187,16 @@ def hits_capped(spec: SearchSpec, cap: int) -> Sql:
             f"LIMIT {int(cap)}) x", [doc_sources(spec), *params])
 
 
-def rollout_filtered(spec: SearchSpec, *, label_id: int | None) -> bool:
-    """Whether a search keeps rollouts by more than their run (what rollout_filters adds to the run set)."""
-    bounds = (spec.step_min, spec.step_max, spec.reward_min, spec.reward_max)
-    return any(v is not None for v in bounds) or bool(spec.stop or spec.tool) or label_id is not None
-
-
 def rollout_filters(spec: SearchSpec, *, run_ids: list[int], label_id: int | None) -> Sql:
     """Conditions on `r` (runs_rollout): the run set and the filters around the search."""
-    conds = ["r.run_id = ANY(%s)"]
-    params: list[Any] = [run_ids]
+    conds, params = rollout_conditions(spec, label_id=label_id)
+    return " AND ".join(["r.run_id = ANY(%s)", *conds]), [run_ids, *params]
+
+
+def rollout_conditions(spec: SearchSpec, *, label_id: int | None) -> tuple[list[str], list[Any]]:
+    """The filters on `r` beyond its run (none: a rollout is kept by its run alone)."""
+    conds: list[str] = []
+    params: list[Any] = []
     for column, op, value in (("step", ">=", spec.step_min), ("step", "<=", spec.step_max),
                               ("reward", ">=", spec.reward_min), ("reward", "<=", spec.reward_max)):
         if value is not None:
@@ -212,4 +212,4 @@ def rollout_filters(spec: SearchSpec, *, run_ids: list[int], label_id: int | Non
         conds.append("EXISTS (SELECT 1 FROM labels_mark lm WHERE lm.rollout_id = r.id AND lm.label_id = %s "
                      "AND lm.status <> 'rejected')")
         params.append(label_id)
-    return " AND ".join(conds), params
+    return conds, params
