@@ -419,7 +419,7 @@ def search_counts(*, scope: Scope, spec: SearchSpec,
     if scope.empty or not spec.narrowed:
         return {}
     if _too_common(scope, spec):
-        raise SearchTooCommon(f"it is in more than {WALK_AFTER_HITS:,} rollouts: too many to count in every run "
+        raise SearchTooCommon(f"'{spec.q}' is in more than {WALK_AFTER_HITS:,} rollouts: too many to count in every run "
                               "of the project; choose a run to see where it occurs over training")
     sql, params = _matches_sql(scope, spec, ordered=False, walk=not spec.indexed)
     matched = _run(f"SELECT r.run_id, r.step, count(*) FROM ({sql}) x(id) "

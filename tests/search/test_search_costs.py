@@ -125,7 +125,7 @@ def test_a_report_panel_of_a_text_in_too_many_rollouts_asks_for_a_run(team, corp
     monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 1)  # any text found counts as common
     with CaptureQueriesContext(connection) as queries:
         data = panel_compute(team.project, "search_counts", {"q": "give up"})  # what the panel shows
-    assert "in more than 1 rollouts" in data["error"] and "choose a run" in data["error"]
+    assert "'give up' is in more than 1 rollouts" in data["error"] and "choose a run" in data["error"]
     assert not [q for q in queries.captured_queries if q["sql"].startswith("SELECT r.run_id, r.step, count(*)")]
     data = panel_compute(team.project, "search_counts", {"q": "give up", "run": corpus.run.public_id})
     assert [(r["run"], r["matched"]) for r in data["runs"]] == [("search-run", 1)]  # one run: counted
