@@ -132,16 +132,16 @@ def _update(budget_seconds: float, workers: int, pool: ThreadPoolExecutor | None
     return added
 
 
-def search_index_lag() -> int:
-    """Rows logged but not yet searchable (approximate: ids past each source's watermark), as seen
-    where the search page reads (the replica's copy lags with its watermarks)."""
+def search_index_lag() -> dict[str, int]:
+    """Per source (rollout, prompt): rows logged but not yet searchable (approximate: ids past its
+    watermark), as seen where the search page reads (the replica's copy lags with its watermarks)."""
     with read_cursor() as cur:
-        parts = " + ".join(
+        parts = ", ".join(
             f"greatest(0, (SELECT coalesce(max(id), 0) FROM {table}) - "
             f"coalesce((SELECT last_id FROM search_watermark WHERE src = '{src}'), 0))"
             for src, table in INDEXED.items())
         cur.execute(f"SELECT {parts}")
-        return int(cur.fetchone()[0])
+        return dict(zip(INDEXED, map(int, cur.fetchone()), strict=True))
 
 
 def search_docs_rebuild(rollout_ids: list[int]) -> None:

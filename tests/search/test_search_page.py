@@ -117,7 +117,7 @@ def test_page_says_when_new_text_is_not_indexed_yet(client, team, corpus):
     client.force_login(team.viewer)
     assert "still being indexed" not in client.get(_url(q="x")).content.decode()
     rollouts_ingest(run=corpus.run, rollouts=[rec("ex-new", uid="late", turns=[_turn("fresh")])])
-    assert "still being indexed" in client.get(_url(q="x")).content.decode()
+    assert "1 newly logged rollout and 1 new prompt are still being indexed" in client.get(_url(q="x")).content.decode()
     search_index_update()
     assert "still being indexed" not in client.get(_url(q="fresh")).content.decode()
 
