@@ -60,9 +60,11 @@ def _label(v: float) -> str:
 
 
 def line_chart(lines: Sequence[Line], *, title: str = "", wide: bool = False, x_name: str = "step",
-               x_label: str = "") -> SafeString:
+               x_label: str = "", y_span: tuple[float, float] | None = None) -> SafeString:
     """`x_label` is written under the x-axis's ticks (its unit, e.g. "minutes since …"); the plot
-    gives up that line's height. Without it the axis is unnamed, as for steps, which need no unit."""
+    gives up that line's height. Without it the axis is unnamed, as for steps, which need no unit.
+    `y_span`: the y-axis covers at least this range (shares: 0 to 1, so a flat line at 1 reads as
+    "all of them", not as a value between 0.5 and 1.5)."""
     w = WIDE if wide else W
     pad_b = PAD_B + (AXIS_NAME_H if x_label else 0)
     pts = [(x, y) for ln in lines for x, y in zip(ln.xs, ln.ys, strict=False) if y is not None]
@@ -70,6 +72,8 @@ def line_chart(lines: Sequence[Line], *, title: str = "", wide: bool = False, x_
         return mark_safe('<p class="muted">No points to draw.</p>')
     x0, x1 = min(p[0] for p in pts), max(p[0] for p in pts)
     y0, y1 = min(p[1] for p in pts), max(p[1] for p in pts)
+    if y_span is not None:
+        y0, y1 = min(y0, y_span[0]), max(y1, y_span[1])
     if y1 == y0:
         y0, y1 = y0 - 0.5, y1 + 0.5
     pad = (y1 - y0) * 0.06

@@ -132,13 +132,17 @@ def _update(budget_seconds: float, workers: int, pool: ThreadPoolExecutor | None
     return added
 
 
+LAG_COUNTED = 10_000  # past this many, the search page says "more than": counting further costs the page
+
+
 def search_index_lag() -> dict[str, int]:
-    """Per source (rollout, prompt): rows logged but not yet searchable (approximate: ids past its
-    watermark), as seen where the search page reads (the replica's copy lags with its watermarks)."""
+    """Per source (rollout, prompt): rows logged but not yet searchable, counted up to LAG_COUNTED past
+    the source's watermark (its id index), as seen where the search page reads (the replica's copy lags
+    with its watermarks). A few of them may be indexed already: the indexer re-reads SLACK ids behind."""
     with read_cursor() as cur:
         parts = ", ".join(
-            f"greatest(0, (SELECT coalesce(max(id), 0) FROM {table}) - "
-            f"coalesce((SELECT last_id FROM search_watermark WHERE src = '{src}'), 0))"
+            f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE id > coalesce((SELECT last_id FROM "
+            f"search_watermark WHERE src = '{src}'), 0) LIMIT {LAG_COUNTED + 1}) x)"
             for src, table in INDEXED.items())
         cur.execute(f"SELECT {parts}")
         return dict(zip(INDEXED, map(int, cur.fetchone()), strict=True))

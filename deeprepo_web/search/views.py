@@ -28,7 +28,7 @@ from deeprepo_web.runs.access import run_for_user
 from deeprepo_web.runs.models import Run
 from deeprepo_web.search import exports, selectors
 from deeprepo_web.search.chart import HEIGHT, MAX_RUNS, WIDTH, chart_rows
-from deeprepo_web.search.indexer import search_index_lag
+from deeprepo_web.search.indexer import LAG_COUNTED, search_index_lag
 from deeprepo_web.search.selectors import (
     SearchFailed,
     SearchTooCommon,
@@ -79,6 +79,7 @@ def search(request: HttpRequest, slug: str) -> HttpResponse:
         "labels": Label.objects.filter(project=project).order_by("name"),
         "can_write": membership.allows(Role.EDITOR),
         "lag": search_index_lag(),
+        "lag_cap": LAG_COUNTED,
     }
     if is_htmx(request, "search-results"):
         return render(request, "search/search.html#results", ctx)

@@ -4,6 +4,7 @@ label rates, curves by time."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -51,7 +52,7 @@ def test_every_other_panel_kind_renders_its_numbers(client: Any, team: Any, seed
     assert "fail → pass" in text  # flips between the first and last checkpoint
     assert "0.987" in text and "95% CI" in text and "Pass rate" in text  # the eval summary's tiles
     assert "Example mini-repo-flask-auth" in text and "0.636" in text and "0.962" in text
-    assert "Rollouts matching" in text
+    assert "Share of each step's rollouts that match" in text
     assert "Label rate: over-exploration" in text and "17% (1/6)" in text
     assert html.count('<svg class="chart"') >= 4
     assert "panel-error" not in html and "panel-gone" not in html
@@ -80,3 +81,11 @@ def test_bad_panel_parameters_say_what_was_wrong(team: Any, seeded: dict[str, An
         with pytest.raises(ValueError, match=message):
             services.block_add(report=report, user=team.editor, kind=kind, params=params)
     assert report.blocks.count() == 0
+
+
+def test_a_share_chart_spans_zero_to_one_even_when_every_rollout_matches() -> None:
+    from deeprepo_web.reports.templatetags.report_tags import search_svg
+
+    data = {"runs": [{"run": "train", "steps": [0, 1, 2], "share": [1.0, 1.0, 1.0]}]}
+    ticks = re.findall(r'<text class="tick"[^>]*text-anchor="end">([^<]+)</text>', str(search_svg(data)))
+    assert ticks[0] == "0" and ticks[-1] == "1"  # not 0.5 … 1.5 around a flat line

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from django.db import connection
 from django.urls import reverse
 
 from deeprepo_web.labels.models import Label, Mark
@@ -120,6 +121,22 @@ def test_page_says_when_new_text_is_not_indexed_yet(client, team, corpus):
     assert "1 newly logged rollout and 1 new prompt are still being indexed" in client.get(_url(q="x")).content.decode()
     search_index_update()
     assert "still being indexed" not in client.get(_url(q="fresh")).content.decode()
+
+
+def test_the_indexing_notice_counts_rollouts_not_ids_and_stops_counting_at_its_cap(client, team, corpus, monkeypatch):
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.search import indexer, views
+
+    from .conftest import _turn, rec
+
+    client.force_login(team.viewer)
+    with connection.cursor() as cur:  # ids skipped by a rolled-back transaction are not rollouts waiting
+        cur.execute("SELECT setval('runs_rollout_id_seq', (SELECT max(id) FROM runs_rollout) + 5)")
+    rollouts_ingest(run=corpus.run, rollouts=[rec("ex-tool", uid=f"n{i}", turns=[_turn("fresh")]) for i in range(3)])
+    assert "3 newly logged rollouts are still being indexed" in client.get(_url(q="x")).content.decode()
+    monkeypatch.setattr(indexer, "LAG_COUNTED", 2)
+    monkeypatch.setattr(views, "LAG_COUNTED", 2)
+    assert "More than 2 newly logged rollouts are still being indexed" in client.get(_url(q="x")).content.decode()
 
 
 def test_intro_says_where_it_searches(client, team, corpus):

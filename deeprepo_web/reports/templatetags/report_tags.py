@@ -88,7 +88,8 @@ def checkpoints_svg(data: dict[str, Any]) -> SafeString:
 @register.simple_tag
 def search_svg(data: dict[str, Any]) -> SafeString:
     return svg.line_chart([svg.Line(r["run"], PALETTE[i % len(PALETTE)], r["steps"], r["share"])
-                           for i, r in enumerate(data.get("runs", []))], title="share of rollouts matching", wide=True)
+                           for i, r in enumerate(data.get("runs", []))], title="share of rollouts matching", wide=True,
+                          y_span=(0.0, 1.0))
 
 
 @register.filter
