@@ -178,3 +178,21 @@ def test_a_search_with_no_rollout_filter_keeps_the_runs_on_the_documents(team, c
     assert "FROM runs_rollout r WHERE r.id IN" in sql
     results, _ = selectors.search_page(scope=search_scope(project=team.project, spec=filtered), spec=filtered)
     assert [r.rollout.uid for r in results] == ["second-giveup"]
+
+
+def test_words_whose_count_ran_out_of_time_take_the_index_not_the_walk(client, team, corpus, monkeypatch):
+    with connection.cursor() as cur:  # documents of a run outside the project: counted (> 1 ms), not shown
+        cur.execute("INSERT INTO search_doc (src, obj, part, rollout_id, run_id, body) "
+                    "SELECT 'rollout', 10000000 + g, 0, 10000000 + g, 999999999, 'I give up ' || g "
+                    "FROM generate_series(1, 20000) g")
+    monkeypatch.setattr(selectors, "COUNT_MS", 1)  # Postgres cancels the count: a guess
+    client.force_login(team.viewer)
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(reverse("search", args=["demo"]) + "?q=give+up").content.decode()
+    assert f"/rollouts/{corpus.ids['second-giveup']}/" in html
+    sqls = [q["sql"] for q in queries.captured_queries]
+    assert not [q for q in sqls if "CROSS JOIN LATERAL" in q]  # no walk through the newest rollouts
+    assert cache.get(selectors._walk_key(spec_parse({"q": "give up"}))) == (False, False)
+    with CaptureQueriesContext(connection) as queries:  # a substring's guess still walks
+        client.get(reverse("search", args=["demo"]) + "?q=give+up&mode=substring")
+    assert [q for q in queries.captured_queries if "CROSS JOIN LATERAL" in q["sql"]]

@@ -208,7 +208,7 @@ def test_a_wrong_guess_runs_out_of_time_and_the_other_way_answers(team, corpus, 
     assert len(guesses) == 1
 
 
-def test_a_count_out_of_time_means_many_hits(team, corpus, monkeypatch):
+def test_a_count_out_of_time_walks_a_substring_and_trusts_the_planner_for_words(team, corpus, monkeypatch):
     from deeprepo_web.search import selectors
 
     real_run = selectors._run
@@ -219,5 +219,6 @@ def test_a_count_out_of_time_means_many_hits(team, corpus, monkeypatch):
         return real_run(sql, params, timeout_ms)
 
     monkeypatch.setattr(selectors, "_run", slow_count)
-    assert selectors._walk(spec_parse({"q": "give up"})) is True
+    assert selectors._walk(spec_parse({"q": "give up", "mode": "substring"})) is True
+    assert selectors._walk(spec_parse({"q": "give up"})) is False  # words the planner did not call many
     assert set(_find(team, corpus, q="job-4812", mode="substring")) == {"toolerr"}
