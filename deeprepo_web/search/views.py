@@ -78,9 +78,12 @@ def search(request: HttpRequest, slug: str) -> HttpResponse:
         "run": Run.objects.filter(project=project, public_id=spec.run).first() if spec.run else None,
         "labels": Label.objects.filter(project=project).order_by("name"),
         "can_write": membership.allows(Role.EDITOR),
-        "lag": search_index_lag(),
         "lag_cap": LAG_COUNTED,
     }
+    lag = search_index_lag()
+    names = {"rollout": "newly logged rollout", "prompt": "new prompt"}
+    ctx["lag_parts"] = [(n, names[src]) for src, n in lag.items() if n]
+    ctx["lag_total"] = sum(lag.values())
     if is_htmx(request, "search-results"):
         return render(request, "search/search.html#results", ctx)
     return render(request, "search/search.html", ctx)
