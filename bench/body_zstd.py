@@ -72,47 +72,37 @@ def postgres_today(conn: psycopg.Connection[Any], ids: list[int]) -> int:
         "SELECT sum(pg_column_size(final_answer) + pg_column_size(error)) FROM runs_rollout WHERE id = ANY(%s)"))
 
 
-def thin_rows(conn: psycopg.Connection[Any], ids: list[int]) -> int:
-    """Turn and tool-call rows with their indexes as they would be with the bodies elsewhere: every
-    column but the bodies, plus an offset and a length (int4 each) per body into the rollout's object."""
-    conn.execute("DROP TABLE IF EXISTS scratch_thin_turn, scratch_thin_call")
-    conn.execute("CREATE TABLE scratch_thin_turn AS SELECT id, rollout_id, index, role, content_blob, content_size, "
-                 "input_tokens, output_tokens, latency, model, metadata, 0::int AS content_at, 0::int AS content_len, "
-                 "0::int AS reasoning_at, 0::int AS reasoning_len FROM runs_turn WHERE rollout_id = ANY(%s)", [ids])
-    conn.execute("CREATE TABLE scratch_thin_call AS SELECT id, turn_id, rollout_id, parent_id, index, call_id, name, "
-                 "output_blob, output_size, is_error, duration, model, input_tokens, output_tokens, cost, "
-                 "0::int AS arguments_at, 0::int AS arguments_len, 0::int AS output_at, 0::int AS output_len "
-                 "FROM runs_toolcall WHERE rollout_id = ANY(%s)", [ids])
-    # The indexes the real tables have (runs_turn: pkey, (rollout, index); runs_toolcall: pkey, (turn,
-    # index), (rollout, name)).
-    for sql in ("ALTER TABLE scratch_thin_turn ADD PRIMARY KEY (id)",
-                "CREATE UNIQUE INDEX ON scratch_thin_turn (rollout_id, index)",
-                "ALTER TABLE scratch_thin_call ADD PRIMARY KEY (id)",
-                "CREATE INDEX ON scratch_thin_call (turn_id, index)",
-                "CREATE INDEX ON scratch_thin_call (rollout_id, name)"):
+def _rows_size(conn: psycopg.Connection[Any], name: str, turn_columns: str, call_columns: str, ids: list[int]) -> int:
+    """Bytes of the sample's turn and tool-call rows copied into fresh tables (no dead space) with the real
+    tables' indexes (runs_turn: pkey, (rollout, index); runs_toolcall: pkey, (turn, index), (rollout, name))."""
+    turn, call = f"scratch_{name}_turn", f"scratch_{name}_call"
+    conn.execute(f"DROP TABLE IF EXISTS {turn}, {call}")
+    conn.execute(f"CREATE TABLE {turn} AS SELECT {turn_columns} FROM runs_turn WHERE rollout_id = ANY(%s)", [ids])
+    conn.execute(f"CREATE TABLE {call} AS SELECT {call_columns} FROM runs_toolcall WHERE rollout_id = ANY(%s)", [ids])
+    for sql in (f"ALTER TABLE {turn} ADD PRIMARY KEY (id)", f"CREATE UNIQUE INDEX ON {turn} (rollout_id, index)",
+                f"ALTER TABLE {call} ADD PRIMARY KEY (id)", f"CREATE INDEX ON {call} (turn_id, index)",
+                f"CREATE INDEX ON {call} (rollout_id, name)"):
         conn.execute(sql)
-    size = sum(conn.execute("SELECT pg_total_relation_size(%s::regclass)", [t]).fetchone()[0]
-               for t in ("scratch_thin_turn", "scratch_thin_call"))
-    conn.execute("DROP TABLE scratch_thin_turn, scratch_thin_call")
-    return size
+    size = sum(conn.execute("SELECT pg_total_relation_size(%s::regclass)", [t]).fetchone()[0] for t in (turn, call))
+    conn.execute(f"DROP TABLE {turn}, {call}")
+    return int(size)
 
 
 def today_rows(conn: psycopg.Connection[Any], ids: list[int]) -> int:
-    """The same sample's turn and tool-call rows as stored now, with the same indexes, for a like-for-like
-    comparison (fresh tables: no dead space, as the thin copy)."""
-    conn.execute("DROP TABLE IF EXISTS scratch_full_turn, scratch_full_call")
-    conn.execute("CREATE TABLE scratch_full_turn AS SELECT * FROM runs_turn WHERE rollout_id = ANY(%s)", [ids])
-    conn.execute("CREATE TABLE scratch_full_call AS SELECT * FROM runs_toolcall WHERE rollout_id = ANY(%s)", [ids])
-    for sql in ("ALTER TABLE scratch_full_turn ADD PRIMARY KEY (id)",
-                "CREATE UNIQUE INDEX ON scratch_full_turn (rollout_id, index)",
-                "ALTER TABLE scratch_full_call ADD PRIMARY KEY (id)",
-                "CREATE INDEX ON scratch_full_call (turn_id, index)",
-                "CREATE INDEX ON scratch_full_call (rollout_id, name)"):
-        conn.execute(sql)
-    size = sum(conn.execute("SELECT pg_total_relation_size(%s::regclass)", [t]).fetchone()[0]
-               for t in ("scratch_full_turn", "scratch_full_call"))
-    conn.execute("DROP TABLE scratch_full_turn, scratch_full_call")
-    return size
+    """The sample's turn and tool-call rows as stored now."""
+    return _rows_size(conn, "full", "*", "*", ids)
+
+
+def thin_rows(conn: psycopg.Connection[Any], ids: list[int]) -> int:
+    """The same rows as they would be with the bodies elsewhere: every column but the bodies, plus an
+    offset and a length (int4 each) per body into the rollout's object."""
+    return _rows_size(
+        conn, "thin",
+        "id, rollout_id, index, role, content_blob, content_size, input_tokens, output_tokens, latency, model, "
+        "metadata, 0::int AS content_at, 0::int AS content_len, 0::int AS reasoning_at, 0::int AS reasoning_len",
+        "id, turn_id, rollout_id, parent_id, index, call_id, name, output_blob, output_size, is_error, duration, "
+        "model, input_tokens, output_tokens, cost, 0::int AS arguments_at, 0::int AS arguments_len, "
+        "0::int AS output_at, 0::int AS output_len", ids)
 
 
 def zstd_sizes(train: list[list[bytes]], test: list[list[bytes]], raw: int) -> dict[str, Any]:
