@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from deeprepo_web.runs.models import Rollout, ToolCall, Turn
+from deeprepo_web.runs.models import Rollout
+from deeprepo_web.runs.turns import turns_and_top_calls
 
 PART = 4000  # characters of one text
 TOTAL = 60_000  # characters of the whole trajectory
@@ -24,10 +25,8 @@ def _cut(text: str, n: int = PART) -> str:
 
 def trajectory_text(rollout: Rollout) -> str:
     lines = []
-    calls: dict[int, list[ToolCall]] = {}
-    for c in ToolCall.objects.filter(rollout=rollout, parent__isnull=True).order_by("turn_id", "index"):
-        calls.setdefault(c.turn_id, []).append(c)
-    for t in Turn.objects.filter(rollout=rollout).order_by("index"):
+    turns, calls = turns_and_top_calls([rollout.pk])
+    for t in turns[rollout.pk]:
         lines.append(f"[turn {t.index}] {t.role}: {_cut(t.content)}")
         if t.reasoning:
             lines.append(f"  (reasoning) {_cut(t.reasoning)}")

@@ -11,7 +11,8 @@ from django.db import IntegrityError, connection, transaction
 
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.labels.models import Label, Mark, MarkStatus
-from deeprepo_web.runs.models import Rollout, Turn
+from deeprepo_web.runs.models import Rollout
+from deeprepo_web.runs.turns import turn_exists
 from deeprepo_web.text import clean_text
 
 COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
@@ -41,7 +42,7 @@ def mark_create(*, label: Label, rollout: Rollout, user: Any, turn_index: int | 
     """Put `label` on the rollout (or one of its turns); the same mark twice updates its note."""
     if label.project_id != rollout.run.project_id:
         raise LabelError("label: not a label of this rollout's project")
-    if turn_index is not None and not Turn.objects.filter(rollout=rollout, index=turn_index).exists():
+    if turn_index is not None and not turn_exists(rollout, turn_index):
         raise LabelError(f"turn: #{turn_index} is not a turn of this rollout")
     mark, _ = Mark.objects.update_or_create(
         label=label, rollout=rollout, turn_index=turn_index,

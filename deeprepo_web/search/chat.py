@@ -13,6 +13,7 @@ from typing import Any
 
 from deeprepo_web.labels.models import Mark, MarkStatus
 from deeprepo_web.runs.models import Rollout, ToolCall, Turn
+from deeprepo_web.runs.turns import turns_and_top_calls
 from deeprepo_web.storage import blob_get
 
 
@@ -56,12 +57,7 @@ def _message(turn: Turn, calls: list[ToolCall], tool_turns: bool) -> list[dict[s
 def chat_rows(rollout_ids: list[int]) -> list[dict[str, Any]]:
     """One dataset row per rollout, in the order of `rollout_ids` (a batch: callers stream batches)."""
     rollouts = Rollout.objects.select_related("run", "example").in_bulk(rollout_ids)
-    turns: dict[int, list[Turn]] = defaultdict(list)
-    for t in Turn.objects.filter(rollout_id__in=rollout_ids).order_by("rollout_id", "index"):
-        turns[t.rollout_id].append(t)
-    calls: dict[int, list[ToolCall]] = defaultdict(list)
-    for c in ToolCall.objects.filter(rollout_id__in=rollout_ids, parent__isnull=True).order_by("turn_id", "index"):
-        calls[c.turn_id].append(c)
+    turns, calls = turns_and_top_calls(rollout_ids)
     labels: dict[int, list[str]] = defaultdict(list)
     marks = Mark.objects.filter(rollout_id__in=rollout_ids, status=MarkStatus.CONFIRMED).select_related("label")
     for m in marks.order_by("label__name"):

@@ -22,7 +22,7 @@ from deeprepo_web.compare.query import comparison_for
 from deeprepo_web.compare.rundata import run_data
 from deeprepo_web.compare.views import comparison_context
 from deeprepo_web.runs import selectors
-from deeprepo_web.runs.models import Turn
+from deeprepo_web.runs.turns import calls_in_order, turn_count, turns_page
 from deeprepo_web.sharing.models import ShareKind, ShareLink
 from deeprepo_web.sharing.services import ShareError, share_create, share_resolve, share_revoke
 
@@ -139,11 +139,10 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
         template = "sharing/shared_run.html"
     elif link.kind == ShareKind.ROLLOUT and link.rollout is not None:
         rollout = link.rollout
-        turns = list(Turn.objects.filter(rollout=rollout).order_by("index").prefetch_related("tool_calls")[
-            :SHARED_TURNS])
+        turns = turns_page(rollout=rollout, start=0, limit=SHARED_TURNS)
         for t in turns:
-            t.calls = sorted(t.tool_calls.all(), key=lambda c: (c.parent_id or 0, c.index))  # type: ignore[attr-defined]
-        all_turns = Turn.objects.filter(rollout=rollout).count()  # num_turns counts the model's turns only
+            t.calls = calls_in_order(t)  # type: ignore[attr-defined]
+        all_turns = turn_count(rollout)
         ctx.update({"rollout": rollout, "turns": turns, "all_turns": all_turns, "more_turns": all_turns > len(turns),
                     "title": link.title or f"Rollout of {rollout.run.name}"})
         if rollout.final_answer and diffs.looks_like_patch(rollout.final_answer):

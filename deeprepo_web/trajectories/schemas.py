@@ -8,7 +8,7 @@ from ninja import Schema
 from pydantic import Field
 
 from deeprepo_web.runs.models import Rollout, ToolCall, Turn
-from deeprepo_web.trajectories.selectors import turns_page
+from deeprepo_web.runs.turns import turns_page
 
 
 class RolloutOut(Schema):

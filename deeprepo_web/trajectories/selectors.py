@@ -13,6 +13,7 @@ from deeprepo_web.front.paging import KeysetPage, SortKey, id_key, keyset_page, 
 from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
 from deeprepo_web.runs.selectors import reward_bounds
+from deeprepo_web.runs.turns import turns_after
 
 
 def _keys(field: str, kind: str, nullable: bool = False) -> dict[str, list[SortKey]]:
@@ -324,26 +325,10 @@ TURNS_PAGE = 50
 TURNS_MAX_PAGE = 1000
 
 
-def turns_page(*, rollout: Rollout, start: int = 0, limit: int = 50) -> list[Turn]:
-    """Turns with their tool calls prefetched (flat), for the API's export."""
-    return list(
-        Turn.objects.filter(rollout=rollout, index__gte=start, index__lt=start + limit)
-        .order_by("index")
-        .prefetch_related("tool_calls")
-    )
-
-
 def turn_views_page(*, rollout: Rollout, start: int = 0, limit: int = TURNS_PAGE) -> tuple[list[TurnView], bool]:
-    """Turns [start, start+limit) with their tool-call trees, and whether more turns follow.
-
-    Two queries whatever the page: the turns (one extra row tells if there is a next page) and
-    every tool call of those turns, nested in Python.
-    """
+    """Turns [start, start+limit) with their tool-call trees (nested here), and whether more turns follow."""
     limit = max(1, min(limit, TURNS_MAX_PAGE))
-    turns = list(Turn.objects.filter(rollout=rollout, index__gte=max(start, 0)).order_by("index")[: limit + 1])
-    has_next = len(turns) > limit
-    turns = turns[:limit]
-    calls = list(ToolCall.objects.filter(turn_id__in=[t.pk for t in turns]).order_by("turn_id", "index", "id"))
+    turns, calls, has_next = turns_after(rollout=rollout, start=start, limit=limit)
     views = {c.pk: ToolCallView(call=c, sub_calls=[]) for c in calls}
     roots: dict[int, list[ToolCallView]] = {}
     for c in calls:

@@ -20,7 +20,8 @@ from deeprepo_web.front.http import float_param, int_param, is_htmx
 from deeprepo_web.front.paging import cursor_param, pager_for
 from deeprepo_web.labels.selectors import label_names, marks_by_turn
 from deeprepo_web.runs.access import rollout_for_user, run_for_user
-from deeprepo_web.runs.models import Example, Rollout, ToolCall, Turn
+from deeprepo_web.runs.models import Example, Rollout
+from deeprepo_web.runs.turns import body_blob, turn_count
 from deeprepo_web.storage import blob_get
 from deeprepo_web.trajectories import richtext, selectors
 from deeprepo_web.trajectories.rows import rollout_row_html
@@ -175,7 +176,7 @@ def trajectory(request: HttpRequest, slug: str, run_id: str, rollout_id: int) ->
         "prev_id": ids[here - 1] if here else None,
         "next_id": ids[here + 1] if here is not None and here + 1 < len(ids) else None,
         "components": sorted((rollout.reward_components or {}).items()),
-        "all_turns": Turn.objects.filter(rollout=rollout).count(),
+        "all_turns": turn_count(rollout),
         "group_advantage": selectors.group_advantage(rollout=rollout, siblings=siblings)
         if rollout.advantage is None else None,
         **_turns_ctx(rollout, start, limit),
@@ -202,15 +203,7 @@ def trajectory_body(request: HttpRequest, slug: str, run_id: str, rollout_id: in
                     object_id: int) -> HttpResponse:
     """The full body of a turn or tool call that went to the blob store, escaped into a <pre>."""
     rollout = _rollout(request, slug, run_id, rollout_id)
-    obj: Turn | ToolCall | None
-    if kind == "turn":
-        obj = Turn.objects.filter(pk=object_id, rollout=rollout).only("content_blob").first()
-        sha = obj.content_blob if obj else ""
-    elif kind == "call":
-        obj = ToolCall.objects.filter(pk=object_id, rollout=rollout).only("output_blob").first()
-        sha = obj.output_blob if obj else ""
-    else:
-        raise Http404("no such body")
+    sha = body_blob(rollout=rollout, kind=kind, object_id=object_id)
     if not sha:
         raise Http404("no such body")
     try:
@@ -276,7 +269,7 @@ def example_compare(request: HttpRequest, slug: str, example_id: int) -> HttpRes
     indices = sorted(set(by_index_a) | set(by_index_b))
     pairs = [(i, by_index_a.get(i), by_index_b.get(i)) for i in indices]
     for r in (a, b):
-        r.all_turns = Turn.objects.filter(rollout=r).count()  # type: ignore[attr-defined]
+        r.all_turns = turn_count(r)  # type: ignore[attr-defined]
     ctx = {
         "project": ex.project,
         "example": ex,

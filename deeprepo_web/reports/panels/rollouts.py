@@ -20,10 +20,10 @@ from deeprepo_web.reports.panels.base import (
     runs_live,
     runs_named,
 )
-from deeprepo_web.runs.models import Example, Rollout, Turn
+from deeprepo_web.runs.models import Example, Rollout
+from deeprepo_web.runs.turns import calls_in_order, turn_count, turns_page
 from deeprepo_web.search.selectors import SearchFailed, search_counts, search_scope
 from deeprepo_web.search.spec import spec_parse
-from deeprepo_web.trajectories.selectors import turns_page
 
 MAX_TURNS = 12
 TEXT_CHARS = 4000
@@ -71,12 +71,12 @@ def excerpt_compute(project: Project, params: dict[str, Any]) -> dict[str, Any]:
         calls = [{"name": c.name, "output": (c.output or "")[:CALL_CHARS],
                   "arguments": (c.arguments if isinstance(c.arguments, str)
                                 else json.dumps(c.arguments, ensure_ascii=False))[:CALL_CHARS]}
-                 for c in sorted(t.tool_calls.all(), key=lambda c: (c.parent_id or 0, c.index))[:8]]
+                 for c in calls_in_order(t)[:8]]
         turns.append({"index": t.index, "role": t.role, "content": t.content[:TEXT_CHARS],
                       "cut": len(t.content) > TEXT_CHARS or bool(t.content_blob), "calls": calls})
     return {"run": run.name, "run_id": run.public_id, "rollout": rollout.pk, "example": rollout.example.key[:200],
             "reward": num(rollout.reward), "num_turns": rollout.num_turns, "turns": turns,
-            "all_turns": Turn.objects.filter(rollout=rollout).count(),
+            "all_turns": turn_count(rollout),
             "final_answer": rollout.final_answer[:TEXT_CHARS]}
 
 

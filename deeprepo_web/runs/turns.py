@@ -1,0 +1,68 @@
+"""A rollout's turns and tool calls, as pages, exports, the judge and share links read them.
+
+They are rows today (runs_turn, runs_toolcall). docs/scale.md ("How to build it") plans one compressed
+document per rollout instead, which needs every reader to go through one place: this module. Search's
+SQL, the indexer and the ingest write and read the rows themselves.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from deeprepo_web.runs.models import Rollout, ToolCall, Turn
+
+
+def turn_count(rollout: Rollout) -> int:
+    """Every turn of the rollout, the user's and the tools' too (Rollout.num_turns counts the model's)."""
+    return Turn.objects.filter(rollout=rollout).count()
+
+
+def turn_exists(rollout: Rollout, index: int) -> bool:
+    return Turn.objects.filter(rollout=rollout, index=index).exists()
+
+
+def turns_page(*, rollout: Rollout, start: int = 0, limit: int = 50) -> list[Turn]:
+    """Turns [start, start+limit) in order, each with its tool calls prefetched (`turn.tool_calls.all()`)."""
+    return list(
+        Turn.objects.filter(rollout=rollout, index__gte=start, index__lt=start + limit)
+        .order_by("index")
+        .prefetch_related("tool_calls")
+    )
+
+
+def calls_in_order(turn: Turn) -> list[ToolCall]:
+    """A prefetched turn's calls: the turn's own calls first, each parent's sub-calls after them."""
+    return sorted(turn.tool_calls.all(), key=lambda c: (c.parent_id or 0, c.index))
+
+
+def turns_after(*, rollout: Rollout, start: int, limit: int) -> tuple[list[Turn], list[ToolCall], bool]:
+    """Up to `limit` turns from index `start`, every tool call of those turns (nested ones too) in
+    (turn, index, id) order, and whether more turns follow. Two queries whatever the page: the turns
+    (one extra row tells if there is a next page) and their calls."""
+    turns = list(Turn.objects.filter(rollout=rollout, index__gte=max(start, 0)).order_by("index")[: limit + 1])
+    more = len(turns) > limit
+    turns = turns[:limit]
+    calls = list(ToolCall.objects.filter(turn_id__in=[t.pk for t in turns]).order_by("turn_id", "index", "id"))
+    return turns, calls, more
+
+
+def turns_and_top_calls(rollout_ids: list[int]) -> tuple[dict[int, list[Turn]], dict[int, list[ToolCall]]]:
+    """The rollouts' turns in order ({rollout id: turns}) and each turn's own tool calls, sub-calls left
+    out ({turn id: calls}): a whole trajectory as text (the judge's prompt, a chat dataset row)."""
+    turns: dict[int, list[Turn]] = defaultdict(list)
+    for t in Turn.objects.filter(rollout_id__in=rollout_ids).order_by("rollout_id", "index"):
+        turns[t.rollout_id].append(t)
+    calls: dict[int, list[ToolCall]] = defaultdict(list)
+    for c in ToolCall.objects.filter(rollout_id__in=rollout_ids, parent__isnull=True).order_by("turn_id", "index"):
+        calls[c.turn_id].append(c)
+    return turns, calls
+
+
+def body_blob(*, rollout: Rollout, kind: str, object_id: int) -> str:
+    """The blob store key of a turn's content ("turn") or a tool call's output ("call") of this rollout
+    that was too big for its row; "" when there is none."""
+    if kind == "turn":
+        return Turn.objects.filter(pk=object_id, rollout=rollout).values_list("content_blob", flat=True).first() or ""
+    if kind == "call":
+        return ToolCall.objects.filter(pk=object_id, rollout=rollout).values_list("output_blob", flat=True).first() or ""
+    return ""
