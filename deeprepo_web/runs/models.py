@@ -192,6 +192,11 @@ class Rollout(models.Model):
     duration = models.FloatField(null=True, blank=True)
     final_answer = models.TextField(blank=True, default="")
     metrics = models.JSONField(default=dict, blank=True)
+    # Facts that pages read across many rollouts, written with the row from the record (ingest, replace,
+    # seed_scale) so that no query across rollouts reads turn or tool-call rows: the distinct tool names
+    # (search's tool filter) and one [tool, turn index, error line] per failed call (error signatures).
+    tools = models.JSONField(default=list, blank=True)
+    tool_errors = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -1,9 +1,10 @@
 """Error signatures of a run: tool errors and final errors with numbers, paths and ids stripped,
 grouped, counted per step, with example rollouts. The "most repeated error" of compare, run-wide.
 
-Normalised in SQL (one pass over the run's error rows, nothing loaded row by row): the last non-empty
-line of the text (a traceback's exception line), then hex and long ids, paths, quoted strings and
-numbers replaced by placeholders.
+Normalised in SQL (one pass over the run's rollout rows, nothing loaded row by row): tool errors come
+from each rollout's `tool_errors` (the last line of each failed call's output, kept there at ingest),
+final errors from its `error` (their last non-empty line); then hex and long ids, paths, quoted strings
+and numbers are replaced by placeholders.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ def _normalise(expr: str) -> str:
 
 _SQL = f"""
 WITH errs AS (
-    SELECT 'tool' AS kind, c.name AS tool, {_normalise('c.output')} AS sig, r.step, r.id AS rollout_id, c.turn_id
-    FROM runs_toolcall c JOIN runs_rollout r ON r.id = c.rollout_id
-    WHERE r.run_id = %s AND c.is_error
+    SELECT 'tool' AS kind, e->>0 AS tool, {_normalise("(e->>2)")} AS sig, r.step, r.id AS rollout_id,
+           (e->>1)::int AS turn_index
+    FROM runs_rollout r, jsonb_array_elements(r.tool_errors) e
+    WHERE r.run_id = %s AND r.tool_errors <> '[]'
     UNION ALL
     SELECT 'final', '', {_normalise('r.error')}, r.step, r.id, NULL
     FROM runs_rollout r WHERE r.run_id = %s AND r.error <> ''
@@ -42,7 +44,7 @@ SELECT t.kind, t.tool, t.sig, t.n, t.rollouts,
        (SELECT array_agg(x.step || ':' || x.c) FROM (SELECT e.step, count(*) AS c FROM errs e
             WHERE e.kind = t.kind AND e.tool = t.tool AND e.sig = t.sig AND e.step IS NOT NULL GROUP BY e.step) x),
        (SELECT array_agg(y.rollout_id || ':' || coalesce(y.idx, -1)) FROM (
-            SELECT DISTINCT ON (e.rollout_id) e.rollout_id, (SELECT ti.index FROM runs_turn ti WHERE ti.id = e.turn_id) AS idx
+            SELECT DISTINCT ON (e.rollout_id) e.rollout_id, e.turn_index AS idx
             FROM errs e WHERE e.kind = t.kind AND e.tool = t.tool AND e.sig = t.sig ORDER BY e.rollout_id DESC LIMIT 3) y)
 FROM top t ORDER BY t.n DESC, t.sig
 """

@@ -206,7 +206,7 @@ def rollout_conditions(spec: SearchSpec, *, label_id: int | None) -> tuple[list[
         conds.append("r.stop_condition = %s")
         params.append(spec.stop)
     if spec.tool:
-        conds.append("EXISTS (SELECT 1 FROM runs_toolcall tc WHERE tc.rollout_id = r.id AND tc.name = %s)")
+        conds.append("r.tools ? %s")  # the rollout's tool names, kept on its row at ingest
         params.append(spec.tool)
     if label_id is not None:
         conds.append("EXISTS (SELECT 1 FROM labels_mark lm WHERE lm.rollout_id = r.id AND lm.label_id = %s "

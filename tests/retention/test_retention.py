@@ -25,6 +25,7 @@ def _run(api, name: str, n: int) -> Run:
     for i, r in enumerate(records):
         r["turns"][1]["content"] = f"{name} answer {i}: " + "a long body that goes to the blob store. " * 10
         r["turns"][1]["tool_calls"][0]["output"] = SHARED
+        r["turns"][1]["tool_calls"][0]["is_error"] = True
     assert api.post(f"/runs/{run_id}/rollouts", {"rollouts": records}).status_code == 200
     return Run.objects.get(public_id=run_id)
 
@@ -47,6 +48,9 @@ def test_old_bodies_are_cleared_in_batches_numbers_stay(api, team, settings):
     shared = old_blobs & set(BlobRef.objects.filter(run=young).values_list("sha", flat=True))
     assert len(shared) == 1 and len(old_blobs) == 6
     rewards = sorted(Rollout.objects.filter(run=old).values_list("reward", flat=True))
+    line = SHARED.rstrip()  # the whole output's last line is kept on the row, as bodies are
+    assert {(tuple(r.tools), tuple(map(tuple, r.tool_errors))) for r in Rollout.objects.filter(run=old)} == {
+        (("llm_batch", "llm_query", "read_file"), (("read_file", 1, line),))}
 
     first = retention_sweep(batch=2, budget=1)  # bounded: one batch of two rollouts
     assert first.bodies == 2
@@ -55,6 +59,10 @@ def test_old_bodies_are_cleared_in_batches_numbers_stay(api, team, settings):
     retention_sweep(batch=2)
     assert not Turn.objects.filter(rollout__run=old).exclude(content="", reasoning="", content_blob="").exists()
     assert not ToolCall.objects.filter(rollout__run=old).exclude(output="", output_blob="").exists()
+    # The error lines go with the outputs; which tool failed, and at which turn, stays.
+    assert {(tuple(r.tools), tuple(map(tuple, r.tool_errors))) for r in Rollout.objects.filter(run=old)} == {
+        (("llm_batch", "llm_query", "read_file"), (("read_file", 1, ""),))}
+    assert Rollout.objects.filter(run=young, tool_errors__0__2=line).count() == 2
     assert Turn.objects.filter(rollout__run=young, content_blob__gt="").count() == 2  # young bodies stay
     # Numbers stay: rollouts, rewards, sizes, metrics.
     assert sorted(Rollout.objects.filter(run=old).values_list("reward", flat=True)) == rewards

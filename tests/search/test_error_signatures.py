@@ -42,3 +42,16 @@ def test_errors_page_escapes_and_links(client, team, corpus):
     assert f'/rollouts/{corpus.ids["toolerr"]}/?upto=1#turn-1"' in html
     client.force_login(team.outsider)
     assert client.get(reverse("run_errors", args=["demo", corpus.run.public_id])).status_code == 404
+
+
+def test_a_long_error_output_is_grouped_by_its_own_last_line(team, settings):
+    """An output past the blob threshold is stored as a preview; its last line (the exception) is
+    taken from the whole output at ingest."""
+    from deeprepo_web.runs.services import run_create
+
+    settings.DEEPREPO_BLOB_THRESHOLD = 64
+    run, _ = run_create(project=team.project, name="long-errs")
+    tb = "Traceback (most recent call last):\n" + "  File \"x.py\", line 1, in f\n" * 20 + "MemoryError: 12 GB\n"
+    _ingest(run, [rec("ex-0", uid="l0", step=0, turns=[_turn("ok", calls=[_call_error(tb)])])])
+    sigs, _ = error_signatures(run=run)
+    assert [(s.tool, s.text, s.count) for s in sigs] == [("run_code", "MemoryError: <n> GB", 1)]

@@ -174,8 +174,10 @@ def test_text_that_reaches_a_stored_rollout_later_is_searched_with_the_rest(team
     assert _found(team, "persimmon", **{"in": "tool_output"}) == [("g1", 2)]
     assert _found(team, "damson") == [("g1", None)] and _found(team, "medlar") == [("g1", 1)]
     assert _found(team, "loquat", mode="substring") == [("g1", 2)]
+    assert _found(team, "kumquat", tool="grep") == [("g1", 2)]  # the row's tool names are rewritten too
     assert search_index_update() == 0  # nothing left for the indexer
     assert Doc.objects.filter(run_id=run.pk).count() == 1
     # Text a rebuild drops is no longer found.
     rollouts_replace(run=run, rollouts=[{**first, "turns": first["turns"][:1]}])
     assert _found(team, "medlar") == [] and _found(team, "kumquat") == [] and _found(team, "quince") == [("g1", 0)]
+    assert _found(team, "quince", tool="grep") == []

@@ -106,9 +106,58 @@ def rollout_behaviour(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+ERROR_LINE_MAX = 1000
+
+
+def error_line(output: Any) -> str:
+    """The last line of an error's output (a traceback's exception line): what error signatures group.
+    The same as `search.signatures`' SQL once did over stored outputs (trailing blanks trimmed, the text
+    after the last newline), here over the whole output: a long one's preview lost its last line."""
+    text = output if isinstance(output, str) else "" if output is None else str(output)
+    return clean_text(text.rstrip(" \n\r\t").rpartition("\n")[2][:ERROR_LINE_MAX])
+
+
+class _Facts:
+    """A rollout's tool names and tool errors, nested calls included (see rollout_facts). A class,
+    not a recursive closure, for the reason _CallRows gives."""
+
+    __slots__ = ("names", "errors", "turn")
+
+    def __init__(self) -> None:
+        self.names: dict[str, None] = {}
+        self.errors: list[list[Any]] = []
+        self.turn = 0
+
+    def visit(self, calls: list[dict[str, Any]]) -> None:
+        for call in calls:
+            name = (call.get("name") or "")[:500]
+            self.names[name] = None
+            if call.get("is_error"):
+                self.errors.append([clean_text(name), self.turn, error_line(call.get("output"))])
+            sub_calls = call.get("sub_calls")
+            if sub_calls:
+                self.visit(sub_calls)
+
+
+def rollout_facts(record: dict[str, Any]) -> tuple[str, str]:
+    """(tools, tool_errors) of the rollout row, as jsonb text: the distinct names of its tool calls,
+    sorted, and [tool, turn index, error line] per call that failed, in order. Kept on the row so
+    that search's tool filter and the run's error signatures read no turn or call row (docs/scale.md,
+    the folded layout's step 2)."""
+    facts = _Facts()
+    for index, turn in enumerate(record.get("turns") or ()):
+        calls = turn.get("tool_calls")
+        if calls:
+            facts.turn = index
+            facts.visit(calls)
+    if not facts.names:
+        return "[]", "[]"
+    return dumps(sorted(clean_text(n) for n in facts.names)), dumps(facts.errors) if facts.errors else "[]"
+
+
 _ROLLOUT_FIELDS = ("uid", "example_id", "step", "sample_index", "reward", "reward_components", "advantage",
                    "num_turns", "input_tokens", "output_tokens", "cost", "is_truncated", "stop_condition", "error",
-                   "duration", "final_answer", "metrics", "created_at", "run_id")
+                   "duration", "final_answer", "metrics", "tools", "tool_errors", "created_at", "run_id")
 _ROLLOUT_COLUMNS = ", ".join(_ROLLOUT_FIELDS)
 _TURN_FIELDS = ("id", "rollout_id", "index", "role", "content", "content_blob", "content_size", "reasoning",
                 "input_tokens", "output_tokens", "latency", "model", "metadata")
@@ -137,7 +186,7 @@ def _rollout_row(r: dict[str, Any], uid: str, example_id: int, now: Any, run: Ru
         _tokens(r, turns, "input_tokens"), _tokens(r, turns, "output_tokens"), _float(r.get("cost")),
         bool(r.get("is_truncated")), (r.get("stop_condition") or "")[:200], r.get("error") or "",
         _float(r.get("duration")), r.get("final_answer") or "",
-        dumps({**(r.get("metrics") or {}), "behaviour": rollout_behaviour(r)}), now, run.pk,
+        dumps({**(r.get("metrics") or {}), "behaviour": rollout_behaviour(r)}), *rollout_facts(r), now, run.pk,
     )
 
 
@@ -156,11 +205,11 @@ def _rollouts_insert_new(rows: list[tuple[Any, ...]]) -> dict[str, int]:
     cols = [list(c) for c in zip(*rows, strict=True)]
     inserted = execute_binary(
         f"INSERT INTO runs_rollout ({_ROLLOUT_COLUMNS}) "
-        "SELECT u, e, s, si, rw, rc::jsonb, adv, nt, it, ot, c, tr, sc, er, d, fa, m::jsonb, ca, rid "
-        "FROM unnest(%b::text[], %b::bigint[], %b::int[], %b::int[], %b::float8[], %b::text[], %b::float8[], "
+        "SELECT u, e, s, si, rw, rc::jsonb, adv, nt, it, ot, c, tr, sc, er, d, fa, m::jsonb, tl::jsonb, te::jsonb, "
+        "ca, rid FROM unnest(%b::text[], %b::bigint[], %b::int[], %b::int[], %b::float8[], %b::text[], %b::float8[], "
         "%b::int[], %b::bigint[], %b::bigint[], %b::float8[], %b::bool[], %b::text[], %b::text[], "
-        "%b::float8[], %b::text[], %b::text[], %b::timestamptz[], %b::bigint[]) "
-        "AS x(u, e, s, si, rw, rc, adv, nt, it, ot, c, tr, sc, er, d, fa, m, ca, rid) "
+        "%b::float8[], %b::text[], %b::text[], %b::text[], %b::text[], %b::timestamptz[], %b::bigint[]) "
+        "AS x(u, e, s, si, rw, rc, adv, nt, it, ot, c, tr, sc, er, d, fa, m, tl, te, ca, rid) "
         "ON CONFLICT (run_id, uid) DO NOTHING RETURNING uid, id",
         cols,
     )

@@ -22,6 +22,8 @@ from django.db import connection, transaction
 
 from deeprepo_web.accounts.models import Membership, Project, Role
 from deeprepo_web.runs.ingest.metrics import ROLLUP_WIDTHS
+from deeprepo_web.runs.ingest.pg import dumps
+from deeprepo_web.runs.ingest.rollouts import error_line
 from deeprepo_web.runs.models import Example, Run, RunKind, RunStatus
 
 SAMPLES_PER_GROUP = 8
@@ -308,7 +310,7 @@ class Command(BaseCommand):
         reasoning = _esc("The user input flows into the query; I should confirm by reading the file.")
         r_cols = ("id, run_id, uid, example_id, step, sample_index, reward, reward_components, advantage, num_turns, "
                   "input_tokens, output_tokens, cost, is_truncated, stop_condition, error, duration, final_answer, "
-                  "metrics, created_at")
+                  "metrics, tools, tool_errors, created_at")
         t_cols = ("id, rollout_id, index, role, content, content_blob, content_size, reasoning, input_tokens, "
                   "output_tokens, latency, model, metadata")
         c_cols = ("id, turn_id, rollout_id, parent_id, index, call_id, name, arguments, output, output_blob, "
@@ -353,12 +355,8 @@ class Command(BaseCommand):
                     truncated = n_turns >= 15
                     step = NULL if is_eval else str(step_i * step_gap)
                     stop = "max_turns" if truncated else "answered"
-                    r_rows.append(
-                        f"{rollout_id}\t{run.pk}\tr{i}\t{ex}\t{step}\t{i % SAMPLES_PER_GROUP}\t{reward}\t"
-                        f'{{"f1": {reward}}}\t{NULL}\t{n_turns // 2}\t{in_tok}\t{out_tok}\t'
-                        f"{in_tok * 2e-7 + out_tok * 8e-7:.6f}\t{'t' if truncated else 'f'}\t{stop}\t\t"
-                        f"{n_turns * 1.7:.2f}\tsql-injection db.py:42\t{{}}\t{created}\n"
-                    )
+                    tools: set[str] = set()
+                    tool_errors: list[list[Any]] = []
                     for t in range(n_turns):
                         if t == 0:
                             t_rows.append(f"{turn_id}\t{rollout_id}\t0\tuser\t{user}\t\t{len(user)}\t\t"
@@ -370,6 +368,9 @@ class Command(BaseCommand):
                             if t + 1 < n_turns:
                                 name = TOOLS[(i + t) % len(TOOLS)]
                                 err = "t" if (i + t) % 23 == 0 else "f"
+                                tools.add(name)
+                                if err == "t":
+                                    tool_errors.append([name, t, error_line(TOOL_OUT[(i + t + 1) % len(TOOL_OUT)])])
                                 c_rows.append(
                                     f"{call_id}\t{turn_id}\t{rollout_id}\t{NULL}\t0\tcall_{t}\t{name}\t"
                                     f'{{"path": "src/db.py"}}\t{tool_out[(i + t + 1) % len(tool_out)]}\t\t120\t'
@@ -383,6 +384,13 @@ class Command(BaseCommand):
                                           f"{NULL}\t{NULL}\t{NULL}\t\t{{}}\n")
                         turn_id += 1
                         n_t += 1
+                    r_rows.append(
+                        f"{rollout_id}\t{run.pk}\tr{i}\t{ex}\t{step}\t{i % SAMPLES_PER_GROUP}\t{reward}\t"
+                        f'{{"f1": {reward}}}\t{NULL}\t{n_turns // 2}\t{in_tok}\t{out_tok}\t'
+                        f"{in_tok * 2e-7 + out_tok * 8e-7:.6f}\t{'t' if truncated else 'f'}\t{stop}\t\t"
+                        f"{n_turns * 1.7:.2f}\tsql-injection db.py:42\t{{}}\t{_esc(dumps(sorted(tools)))}\t"
+                        f"{_esc(dumps(tool_errors))}\t{created}\n"
+                    )
                     rollout_id += 1
                     n_r += 1
                 # Flush every ~100k rollouts: memory stays bounded, COPY gets big writes.
