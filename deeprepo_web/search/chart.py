@@ -9,6 +9,9 @@ from deeprepo_web.runs.models import Run
 
 WIDTH, HEIGHT = 600, 60
 MAX_RUNS = 50  # the runs with the most matches; a project may have thousands
+# Bars a chart draws at most: steps are grouped past it. A run of 20,000 steps drew 20,000 rectangles
+# per chart (0.6-0.9 s of a page at 666,667 rollouts, docs/scale.md), narrower than a pixel.
+MAX_BARS = 300
 
 
 @dataclass
@@ -31,6 +34,34 @@ class RunCounts:
     last_step: int | None = None
 
 
+@dataclass
+class StepGroup:
+    first: int  # the group's first and last step (the same when steps are not grouped)
+    last: int
+    x: float  # where its bar starts, and its width, in chart units
+    w: float
+
+
+def step_groups(steps: list[int]) -> list[tuple[StepGroup, list[int]]]:
+    """The sorted `steps` in groups of equal width over their range, at most MAX_BARS: each group
+    with the steps it holds (groups holding none are left out)."""
+    lo, hi = steps[0], steps[-1]
+    span = hi - lo + 1
+    size = -(-span // MAX_BARS)  # steps a group covers
+    w = max(1.0, WIDTH * size / span - 1)
+    out: list[tuple[StepGroup, list[int]]] = []
+    for s in steps:
+        first = lo + (s - lo) // size * size
+        if not out or out[-1][0].first != first:
+            out.append((StepGroup(first, min(first + size - 1, hi), round((first - lo) * WIDTH / span, 2), round(w, 2)), []))
+        out[-1][1].append(s)
+    return out
+
+
+def steps_label(group: StepGroup) -> str:
+    return f"step {group.first}" if group.first == group.last else f"steps {group.first}-{group.last}"
+
+
 def chart_rows(counts: dict[int, dict[int | None, tuple[int, int]]], runs: dict[int, Run]) -> list[RunCounts]:
     out = []
     for run_id, per_step in counts.items():
@@ -41,15 +72,13 @@ def chart_rows(counts: dict[int, dict[int | None, tuple[int, int]]], runs: dict[
         steps = sorted(s for s in per_step if s is not None)
         bars = []
         if steps:
-            lo, hi = steps[0], steps[-1]
-            span = max(1, hi - lo + 1)
-            w = max(1.0, WIDTH / span - 1)
-            for s in steps:
-                m, t = per_step[s]
+            for group, members in step_groups(steps):
+                m = sum(per_step[s][0] for s in members)
+                t = sum(per_step[s][1] for s in members)
                 rate = m / t if t else 0.0
                 h = HEIGHT * rate
-                bars.append(Bar(x=round((s - lo) * WIDTH / span, 2), y=round(HEIGHT - h, 2), w=round(w, 2),
-                                h=round(h, 2), title=f"step {s}: {m} of {t} rollouts ({rate:.0%})"))
+                bars.append(Bar(x=group.x, y=round(HEIGHT - h, 2), w=group.w, h=round(h, 2),
+                                title=f"{steps_label(group)}: {m} of {t} rollouts ({rate:.0%})"))
         out.append(RunCounts(run=runs[run_id], matched=matched, total=total, bars=bars, eval_only=not steps,
                              first_step=steps[0] if steps else None, last_step=steps[-1] if steps else None))
     out.sort(key=lambda rc: (-rc.matched, rc.run.name))

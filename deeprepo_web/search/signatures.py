@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.runs.models import Run
-from deeprepo_web.search.chart import HEIGHT, WIDTH, Bar
+from deeprepo_web.search.chart import HEIGHT, Bar, step_groups, steps_label
 
 TOP = 50
 
@@ -63,11 +63,13 @@ class Signature:
 
 
 def _bars(per_step: dict[int, int], lo: int, hi: int) -> list[Bar]:
-    span = max(1, hi - lo + 1)
-    top = max(per_step.values(), default=1)
-    w = max(1.0, WIDTH / span - 1)
-    return [Bar(x=round((s - lo) * WIDTH / span, 2), y=round(HEIGHT - HEIGHT * n / top, 2), w=round(w, 2),
-                h=round(HEIGHT * n / top, 2), title=f"step {s}: {n}") for s, n in sorted(per_step.items())]
+    """Bars over the run's step range lo..hi (every signature on the same scale of steps), each as
+    high as its count against the signature's highest."""
+    groups = [(g, sum(per_step.get(s, 0) for s in members)) for g, members in step_groups(sorted({lo, hi, *per_step}))
+              if any(s in per_step for s in members)]
+    top = max((n for _, n in groups), default=1)
+    return [Bar(x=g.x, y=round(HEIGHT - HEIGHT * n / top, 2), w=g.w, h=round(HEIGHT * n / top, 2),
+                title=f"{steps_label(g)}: {n}") for g, n in groups]
 
 
 def error_signatures(*, run: Run) -> tuple[list[Signature], tuple[int, int] | None]:

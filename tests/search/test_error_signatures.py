@@ -55,3 +55,21 @@ def test_a_long_error_output_is_grouped_by_its_own_last_line(team, settings):
     _ingest(run, [rec("ex-0", uid="l0", step=0, turns=[_turn("ok", calls=[_call_error(tb)])])])
     sigs, _ = error_signatures(run=run)
     assert [(s.tool, s.text, s.count) for s in sigs] == [("run_code", "MemoryError: <n> GB", 1)]
+
+
+def test_bars_group_steps_past_the_chart_width():
+    """A run of thousands of steps draws at most MAX_BARS bars, each summing the steps it covers."""
+    from deeprepo_web.search.chart import MAX_BARS, chart_rows
+    from deeprepo_web.search.signatures import _bars
+
+    per_step = {s: 1 for s in range(0, 20_000, 2)}
+    bars = _bars(per_step, 0, 19_999)
+    assert len(bars) == 299 <= MAX_BARS  # groups of 67 steps
+    assert bars[0].title == "steps 0-66: 34" and bars[-1].title.startswith("steps 19966-19999: ")
+    assert {b.h for b in bars} <= {60.0, round(60 * 33 / 34, 2), round(60 * 17 / 34, 2)} and max(b.x for b in bars) < 600
+    assert [b.title for b in _bars({3: 2, 5: 1}, 3, 5)] == ["step 3: 2", "step 5: 1"]  # few steps: one bar each
+
+    from deeprepo_web.runs.models import Run
+    rows = chart_rows({1: {s: (1, 4) for s in range(10_000)} | {None: (5, 5)}}, {1: Run(name="r")})
+    assert len(rows[0].bars) == 295 and rows[0].bars[0].title == "steps 0-33: 34 of 136 rollouts (25%)"
+    assert rows[0].matched == 10_005 and (rows[0].first_step, rows[0].last_step) == (0, 9_999)
