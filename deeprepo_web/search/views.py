@@ -27,7 +27,7 @@ from deeprepo_web.labels.services import LabelError, marks_bulk_create
 from deeprepo_web.runs.access import run_for_user
 from deeprepo_web.runs.models import Run
 from deeprepo_web.search import exports, selectors
-from deeprepo_web.search.chart import HEIGHT, MAX_RUNS, WIDTH, chart_rows
+from deeprepo_web.search.chart import HEIGHT, MAX_BARS, MAX_RUNS, WIDTH, chart_rows
 from deeprepo_web.search.indexer import LAG_COUNTED, search_index_lag
 from deeprepo_web.search.selectors import (
     SearchFailed,
@@ -181,4 +181,4 @@ def run_errors(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     run = run_for_user(request.user, run_id, slug=slug)
     sigs, span = error_signatures(run=run)
     return render(request, "search/errors.html", {"project": run.project, "run": run, "sigs": sigs, "span": span,
-                                                  "width": WIDTH, "height": HEIGHT})
+                                                  "width": WIDTH, "height": HEIGHT, "max_bars": MAX_BARS})
