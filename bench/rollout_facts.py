@@ -35,16 +35,16 @@ from deeprepo_web.search import signatures  # noqa: E402
 from tests.factories import rollout  # noqa: E402
 
 # The errors of a run as signatures.py read them before runs 0013: from the tool-call rows, with the
-# turn's index looked up per example.
-OLD_SIGNATURES = signatures._SQL.replace(
-    f"""    SELECT 'tool' AS kind, e->>0 AS tool, {signatures._normalise("(e->>2)")} AS sig, r.step, r.id AS rollout_id,
-           (e->>1)::int AS turn_index
-    FROM runs_rollout r, jsonb_array_elements(r.tool_errors) e
-    WHERE r.run_id = %s AND r.tool_errors <> '[]'""",
-    f"""    SELECT 'tool' AS kind, c.name AS tool, {signatures._normalise('c.output')} AS sig, r.step, r.id AS rollout_id,
+# turn's index looked up per example, and the final errors in a second pass.
+OLD_SIGNATURES = "WITH errs AS (" + f"""
+    SELECT 'tool' AS kind, c.name AS tool, {signatures._normalise('c.output')} AS sig, r.step, r.id AS rollout_id,
            (SELECT ti.index FROM runs_turn ti WHERE ti.id = c.turn_id) AS turn_index
     FROM runs_toolcall c JOIN runs_rollout r ON r.id = c.rollout_id
-    WHERE r.run_id = %s AND c.is_error""")
+    WHERE r.run_id = %s AND c.is_error
+    UNION ALL
+    SELECT 'final', '', {signatures._normalise('r.error')}, r.step, r.id, NULL
+    FROM runs_rollout r WHERE r.run_id = %s AND r.error <> ''
+""" + signatures._SQL[signatures._SQL.index("), top AS ("):]
 assert OLD_SIGNATURES != signatures._SQL
 
 OLD_TOOL = "EXISTS (SELECT 1 FROM runs_toolcall tc WHERE tc.rollout_id = r.id AND tc.name = %s)"
@@ -157,7 +157,7 @@ def main() -> None:
                               "rollout_row_bytes": round(float(row_bytes), 1)}
     print(f"run {run_id}: {n} rollouts of {total}; facts {facts_bytes:.1f} B of a {row_bytes:.0f} B row", file=sys.stderr)
 
-    out["signatures"] = _pair((OLD_SIGNATURES, [run_id, run_id]), (signatures._SQL, [run_id, run_id]), args.reps)
+    out["signatures"] = _pair((OLD_SIGNATURES, [run_id, run_id]), (signatures._SQL, [run_id]), args.reps)
     print("signatures", out["signatures"], file=sys.stderr)
     count = "SELECT count(*) FROM runs_rollout r WHERE r.run_id = %s AND {}"
     page = "SELECT r.id FROM runs_rollout r WHERE r.run_id = %s{} AND {} ORDER BY r.id DESC LIMIT 50"

@@ -27,15 +27,26 @@ def _normalise(expr: str) -> str:
     return f"left(btrim({s}), 300)"
 
 
+# Every error of the run, in one pass over its rollouts (two passes, one per kind, took 735 of
+# 1,790 ms at 666,667 rollouts): each failed tool call's line, then the final error.
+ERRS = """
+    SELECT x.kind, x.tool, x.line, r.step, r.id AS rollout_id, x.turn_index
+    FROM runs_rollout r CROSS JOIN LATERAL (
+        SELECT 'tool' AS kind, e->>0 AS tool, coalesce(e->>2, '') AS line, (e->>1)::int AS turn_index
+        FROM jsonb_array_elements(r.tool_errors) e
+        UNION ALL
+        SELECT 'final', '', r.error, NULL WHERE r.error <> ''
+    ) x
+    WHERE r.run_id = %s AND (r.tool_errors <> '[]' OR r.error <> '')
+"""
+
+# The same error line comes back many times in a run: each distinct line is normalised once (four
+# regexp_replace, ~4 µs a line).
 _SQL = f"""
-WITH errs AS (
-    SELECT 'tool' AS kind, e->>0 AS tool, {_normalise("(e->>2)")} AS sig, r.step, r.id AS rollout_id,
-           (e->>1)::int AS turn_index
-    FROM runs_rollout r, jsonb_array_elements(r.tool_errors) e
-    WHERE r.run_id = %s AND r.tool_errors <> '[]'
-    UNION ALL
-    SELECT 'final', '', {_normalise('r.error')}, r.step, r.id, NULL
-    FROM runs_rollout r WHERE r.run_id = %s AND r.error <> ''
+WITH raw AS ({ERRS}), sigs AS (
+    SELECT d.line, {_normalise("d.line")} AS sig FROM (SELECT DISTINCT line FROM raw) d
+), errs AS (
+    SELECT raw.kind, raw.tool, sigs.sig, raw.step, raw.rollout_id, raw.turn_index FROM raw JOIN sigs USING (line)
 ), top AS (
     SELECT kind, tool, sig, count(*) AS n, count(DISTINCT rollout_id) AS rollouts FROM errs
     GROUP BY 1, 2, 3 ORDER BY n DESC, sig LIMIT {TOP}
@@ -76,7 +87,7 @@ def error_signatures(*, run: Run) -> tuple[list[Signature], tuple[int, int] | No
     """The run's most repeated error signatures, and its step range (for the bars)."""
     with read_cursor() as cur:
         cur.execute("SET LOCAL statement_timeout = 20000")
-        cur.execute(_SQL, [run.pk, run.pk])
+        cur.execute(_SQL, [run.pk])
         rows = cur.fetchall()
     sigs = []
     for kind, tool, text, n, rollouts, steps, examples in rows:

@@ -28,6 +28,9 @@ def _shot(page: Any, name: str) -> None:
 
 def _add_panel(page: Any, kind: str, fields: dict[str, str]) -> None:
     before = page.locator("#blocks section.block").count()
+    # The last block's request settled first: once in CI the kind picked right after its swap loaded no
+    # fields (15 s without the fields' request; never seen here in a loop).
+    page.wait_for_function("() => !document.querySelector('.htmx-request')")
     page.select_option(".add-form select[name=kind]", kind)
     first = next(iter(fields))
     page.wait_for_selector(f"#add-fields input[name={first}], #add-fields select[name={first}]")
