@@ -27,26 +27,22 @@ def _normalise(expr: str) -> str:
     return f"left(btrim({s}), 300)"
 
 
-# Every error of the run, in one pass over its rollouts (two passes, one per kind, took 735 of
-# 1,790 ms at 666,667 rollouts): each failed tool call's line, then the final error.
-ERRS = """
-    SELECT x.kind, x.tool, x.line, r.step, r.id AS rollout_id, x.turn_index
+# Every error of the run with its signature, in one pass over its rollouts (a pass per kind took 735 of
+# 1,790 ms at 666,667 rollouts): each failed tool call's line, then the final error. Normalised inside
+# the lateral subquery, so that Postgres can remember it for rollouts whose errors it has seen (Memoize:
+# a run repeats its errors; 20 distinct sets among 93,333 errors in seed_scale's runs); signatures
+# compare byte for byte (COLLATE "C": grouping under the locale's collation is slower).
+_SQL = f"""
+WITH errs AS (
+    SELECT x.kind, x.tool, x.sig, r.step, r.id AS rollout_id, x.turn_index
     FROM runs_rollout r CROSS JOIN LATERAL (
-        SELECT 'tool' AS kind, e->>0 AS tool, coalesce(e->>2, '') AS line, (e->>1)::int AS turn_index
+        SELECT 'tool' AS kind, e->>0 AS tool, {_normalise("coalesce(e->>2, '')")} COLLATE "C" AS sig,
+               (e->>1)::int AS turn_index
         FROM jsonb_array_elements(r.tool_errors) e
         UNION ALL
-        SELECT 'final', '', r.error, NULL WHERE r.error <> ''
+        SELECT 'final', '', {_normalise("r.error")} COLLATE "C", NULL WHERE r.error <> ''
     ) x
     WHERE r.run_id = %s AND (r.tool_errors <> '[]' OR r.error <> '')
-"""
-
-# The same error line comes back many times in a run: each distinct line is normalised once (four
-# regexp_replace, ~4 µs a line).
-_SQL = f"""
-WITH raw AS ({ERRS}), sigs AS (
-    SELECT d.line, {_normalise("d.line")} AS sig FROM (SELECT DISTINCT line FROM raw) d
-), errs AS (
-    SELECT raw.kind, raw.tool, sigs.sig, raw.step, raw.rollout_id, raw.turn_index FROM raw JOIN sigs USING (line)
 ), top AS (
     SELECT kind, tool, sig, count(*) AS n, count(DISTINCT rollout_id) AS rollouts FROM errs
     GROUP BY 1, 2, 3 ORDER BY n DESC, sig LIMIT {TOP}
