@@ -54,14 +54,21 @@ def sub_calls_per_batch(rollout: Mapping[str, Any], batch_tools: Sequence[str] =
     ]
 
 
+ERROR_LINE_MAX = 1000
+
+
+def error_line(output: Any) -> str:
+    """The last line of an error's output, trailing blanks trimmed: tracebacks differ only in their
+    preamble, the last line names the error itself. What error signatures group (kept on the rollout
+    row at ingest; runs 0013 derives the same in SQL for stored rollouts)."""
+    text = output if isinstance(output, str) else "" if output is None else str(output)
+    return text.rstrip(" \n\r\t").rpartition("\n")[2][:ERROR_LINE_MAX]
+
+
 def _error_text(call: Mapping[str, Any]) -> str | None:
     if not call.get("is_error"):
         return None
-    text = str(call.get("output") or "").strip()
-    if not text:
-        return "(empty error)"
-    # Tracebacks differ only in their preamble; the last line names the error itself.
-    return text.splitlines()[-1].strip()
+    return error_line(call.get("output")).strip() or "(empty error)"
 
 
 @dataclass(frozen=True)
@@ -78,12 +85,12 @@ def repeated_errors(rollout: Mapping[str, Any], min_count: int = 2) -> list[Repe
     return [RepeatedError(text, n) for text, n in counts.most_common() if n >= min_count]
 
 
-class _Walk:
+class RolloutWalk:
     """What rollout_counts gathers. A plain object on purpose: a recursive closure would be a
     reference cycle per rollout, left for the cyclic collector, which imports run without. Plain
     dicts, not Counters: ingest walks every rollout, and a Counter costs a Python call per update."""
 
-    __slots__ = ("tools", "fanout", "errors", "sub_tokens", "n_calls", "n_errors")
+    __slots__ = ("tools", "fanout", "errors", "sub_tokens", "n_calls", "n_errors", "names", "failed", "turn")
 
     def __init__(self) -> None:
         self.tools: dict[str, int] = {}
@@ -92,19 +99,29 @@ class _Walk:
         self.sub_tokens: dict[str, list[float]] = {}
         self.n_calls = 0
         self.n_errors = 0
+        # Every call's name, nested ones too, as its tool-call row holds it, and per failed call
+        # [name, turn index, error line]: the facts ingest keeps on the rollout row.
+        self.names: dict[str, None] = {}
+        self.failed: list[list[Any]] = []
+        self.turn = 0
 
     def visit(self, calls: Iterable[Mapping[str, Any]], top: bool) -> None:
         tools = self.tools
         for call in calls:
             subs = call.get("sub_calls") or ()
             self.n_calls += 1
+            name = call.get("name")
             if top:
-                name = call.get("name")
                 key = str(name)
                 tools[key] = tools.get(key, 0) + 1
                 if name in BATCH_TOOLS:
                     self.fanout.append(len(subs))
-            if call.get("is_error") and (text := _error_text(call)) is not None:
+            row_name = (name or "")[:500]
+            self.names[row_name] = None
+            if call.get("is_error"):
+                line = error_line(call.get("output"))
+                self.failed.append([row_name, self.turn, line])
+                text = line.strip() or "(empty error)"  # as _error_text
                 self.n_errors += 1
                 self.errors[text] = self.errors.get(text, 0) + 1
             tin, tout, cost = call.get("input_tokens"), call.get("output_tokens"), call.get("cost")
@@ -128,18 +145,27 @@ def _second(item: tuple[str, int]) -> int:
     return item[1]
 
 
-def rollout_counts(rollout: Mapping[str, Any]) -> dict[str, Any]:
-    """All the counts above in one depth-first walk over the calls (ingest computes it per rollout).
+def rollout_walk(rollout: Mapping[str, Any]) -> RolloutWalk:
+    """One depth-first walk over the calls of every turn: what rollout_counts reports, and the names
+    and failed calls ingest keeps on the rollout row (`names`, `failed`)."""
+    walk = RolloutWalk()
+    for index, turn in enumerate(rollout.get("turns") or ()):
+        calls = turn.get("tool_calls")
+        if calls:
+            walk.turn = index
+            walk.visit(calls, True)
+    return walk
+
+
+def rollout_counts(rollout: Mapping[str, Any], walk: RolloutWalk | None = None) -> dict[str, Any]:
+    """All the counts above from one walk over the calls (ingest computes it per rollout, and passes
+    the walk it made for the row's facts).
 
     tool_calls by name (top level, 50 most used), sub_calls (nested), batches and the largest
     fan-out, tool_errors, the most repeated error and its count, and the tokens and cost of calls
     per model (sub_tokens: [input, output, cost, calls that carried a cost]).
     """
-    walk = _Walk()
-    for turn in rollout.get("turns") or ():
-        calls = turn.get("tool_calls")
-        if calls:
-            walk.visit(calls, True)
+    walk = walk or rollout_walk(rollout)
     tools, fanout = walk.tools, walk.fanout
     repeated = _most_common(walk.errors, 1)  # ties: the first seen, as in repeated_errors
     out: dict[str, Any] = {

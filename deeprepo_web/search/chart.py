@@ -42,10 +42,9 @@ class StepGroup:
     w: float
 
 
-def step_groups(steps: list[int]) -> list[tuple[StepGroup, list[int]]]:
-    """The sorted `steps` in groups of equal width over their range, at most MAX_BARS: each group
+def step_groups(steps: list[int], lo: int, hi: int) -> list[tuple[StepGroup, list[int]]]:
+    """The sorted `steps` in groups of equal width over the range lo..hi, at most MAX_BARS: each group
     with the steps it holds (groups holding none are left out)."""
-    lo, hi = steps[0], steps[-1]
     span = hi - lo + 1
     size = -(-span // MAX_BARS)  # steps a group covers
     w = max(1.0, WIDTH * size / span - 1)
@@ -72,7 +71,7 @@ def chart_rows(counts: dict[int, dict[int | None, tuple[int, int]]], runs: dict[
         steps = sorted(s for s in per_step if s is not None)
         bars = []
         if steps:
-            for group, members in step_groups(steps):
+            for group, members in step_groups(steps, steps[0], steps[-1]):
                 m = sum(per_step[s][0] for s in members)
                 t = sum(per_step[s][1] for s in members)
                 rate = m / t if t else 0.0

@@ -72,8 +72,7 @@ class Signature:
 def _bars(per_step: dict[int, int], lo: int, hi: int) -> list[Bar]:
     """Bars over the run's step range lo..hi (every signature on the same scale of steps), each as
     high as its count against the signature's highest."""
-    groups = [(g, sum(per_step.get(s, 0) for s in members)) for g, members in step_groups(sorted({lo, hi, *per_step}))
-              if any(s in per_step for s in members)]
+    groups = [(g, sum(per_step[s] for s in members)) for g, members in step_groups(sorted(per_step), lo, hi)]
     top = max((n for _, n in groups), default=1)
     return [Bar(x=g.x, y=round(HEIGHT - HEIGHT * n / top, 2), w=g.w, h=round(HEIGHT * n / top, 2),
                 title=f"{steps_label(g)}: {n}") for g, n in groups]

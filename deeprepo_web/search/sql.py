@@ -191,15 +191,17 @@ def hits_capped(spec: SearchSpec, cap: int) -> Sql:
 def rollout_filters(spec: SearchSpec, *, run_ids: list[int], label_id: int | None) -> Sql:
     """Conditions on `r` (runs_rollout): the run set and the filters around the search."""
     conds, params = rollout_conditions(spec, label_id=label_id)
-    if len(run_ids) != 1:
-        return " AND ".join(["r.run_id = ANY(%s)", *conds]), [run_ids, *params]
-    # One run: its rollouts' id range (both ends read from the (run, id) index) bounds the newest-first
-    # scans. Without it Postgres walked the primary key down from the newest rollout of the table,
-    # through every later run's: 340-450 ms for a tool or reward filter on the oldest of three runs at
-    # 2*10^6 rollouts, 0.1-0.3 ms with it (docs/scale.md).
-    run = ("r.run_id = ANY(%s) AND r.id BETWEEN (SELECT min(id) FROM runs_rollout WHERE run_id = %s) "
-           "AND (SELECT max(id) FROM runs_rollout WHERE run_id = %s)")
-    return " AND ".join([run, *conds]), [run_ids, run_ids[0], run_ids[0], *params]
+    runs = ["r.run_id = ANY(%s)"]
+    run_params: list[Any] = [run_ids]
+    if len(run_ids) == 1:
+        # One run: its rollouts' id range (both ends read from the (run, id) index) bounds the newest-first
+        # scans. Without it Postgres walked the primary key down from the newest rollout of the table,
+        # through every later run's: 340-450 ms for a tool or reward filter on the oldest of three runs at
+        # 2*10^6 rollouts, 0.1-0.3 ms with it (docs/scale.md).
+        runs.append("r.id BETWEEN (SELECT min(id) FROM runs_rollout WHERE run_id = %s) "
+                    "AND (SELECT max(id) FROM runs_rollout WHERE run_id = %s)")
+        run_params += [run_ids[0], run_ids[0]]
+    return " AND ".join([*runs, *conds]), [*run_params, *params]
 
 
 def rollout_conditions(spec: SearchSpec, *, label_id: int | None) -> tuple[list[str], list[Any]]:

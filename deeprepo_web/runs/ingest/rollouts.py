@@ -91,13 +91,13 @@ def _count_calls(calls: list[dict[str, Any]]) -> int:
     return sum(1 + _count_calls(c.get("sub_calls") or []) for c in calls)
 
 
-def rollout_behaviour(record: dict[str, Any]) -> dict[str, Any]:
-    """Behaviour counts of one rollout record, kept in Rollout.metrics["behaviour"].
+def rollout_behaviour(record: dict[str, Any], walk: behaviour_stats.RolloutWalk) -> dict[str, Any]:
+    """Behaviour counts of one rollout record (from its walk), kept in Rollout.metrics["behaviour"].
 
     Computed here, from the record already in memory, so pages never walk turns and tool calls.
     Its only text (tool and model names, an error line) comes from the model: cleaned for jsonb.
     """
-    out = behaviour_stats.rollout_counts(record)
+    out = behaviour_stats.rollout_counts(record, walk)
     out["tool_calls"] = {clean_text(name): n for name, n in out["tool_calls"].items()}
     if "sub_tokens" in out:
         out["sub_tokens"] = {clean_text(model): v for model, v in out["sub_tokens"].items()}
@@ -106,53 +106,15 @@ def rollout_behaviour(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-ERROR_LINE_MAX = 1000
-
-
-def error_line(output: Any) -> str:
-    """The last line of an error's output (a traceback's exception line): what error signatures group.
-    The same as `search.signatures`' SQL once did over stored outputs (trailing blanks trimmed, the text
-    after the last newline), here over the whole output: a long one's preview lost its last line."""
-    text = output if isinstance(output, str) else "" if output is None else str(output)
-    return clean_text(text.rstrip(" \n\r\t").rpartition("\n")[2][:ERROR_LINE_MAX])
-
-
-class _Facts:
-    """A rollout's tool names and tool errors, nested calls included (see rollout_facts). A class,
-    not a recursive closure, for the reason _CallRows gives."""
-
-    __slots__ = ("names", "errors", "turn")
-
-    def __init__(self) -> None:
-        self.names: dict[str, None] = {}
-        self.errors: list[list[Any]] = []
-        self.turn = 0
-
-    def visit(self, calls: list[dict[str, Any]]) -> None:
-        for call in calls:
-            name = (call.get("name") or "")[:500]
-            self.names[name] = None
-            if call.get("is_error"):
-                self.errors.append([clean_text(name), self.turn, error_line(call.get("output"))])
-            sub_calls = call.get("sub_calls")
-            if sub_calls:
-                self.visit(sub_calls)
-
-
-def rollout_facts(record: dict[str, Any]) -> tuple[str, str]:
-    """(tools, tool_errors) of the rollout row, as jsonb text: the distinct names of its tool calls,
-    sorted, and [tool, turn index, error line] per call that failed, in order. Kept on the row so
-    that search's tool filter and the run's error signatures read no turn or call row (docs/scale.md,
-    the folded layout's step 2)."""
-    facts = _Facts()
-    for index, turn in enumerate(record.get("turns") or ()):
-        calls = turn.get("tool_calls")
-        if calls:
-            facts.turn = index
-            facts.visit(calls)
-    if not facts.names:
+def rollout_facts(walk: behaviour_stats.RolloutWalk) -> tuple[str, str]:
+    """(tools, tool_errors) of the rollout row, as jsonb text: the distinct names of its tool calls
+    (nested ones too), sorted, and [tool, turn index, error line] per call that failed, in order. Kept
+    on the row so that search's tool filter and the run's error signatures read no turn or call row
+    (docs/scale.md, the folded layout's step 2)."""
+    if not walk.names:
         return "[]", "[]"
-    return dumps(sorted(clean_text(n) for n in facts.names)), dumps(facts.errors) if facts.errors else "[]"
+    errors = [[clean_text(name), turn, clean_text(line)] for name, turn, line in walk.failed]
+    return dumps(sorted(clean_text(n) for n in walk.names)), dumps(errors) if errors else "[]"
 
 
 _ROLLOUT_FIELDS = ("uid", "example_id", "step", "sample_index", "reward", "reward_components", "advantage",
@@ -177,6 +139,7 @@ def _tokens(r: dict[str, Any], turns: list[dict[str, Any]], field: str) -> int |
 
 def _rollout_row(r: dict[str, Any], uid: str, example_id: int, now: Any, run: Run) -> tuple[Any, ...]:
     turns = r.get("turns") or []
+    walk = behaviour_stats.rollout_walk(r)  # one walk over the calls: behaviour counts and the row's facts
     num_turns = r.get("num_turns")
     if num_turns is None:
         num_turns = sum(1 for t in turns if t.get("role") == "assistant")
@@ -186,7 +149,7 @@ def _rollout_row(r: dict[str, Any], uid: str, example_id: int, now: Any, run: Ru
         _tokens(r, turns, "input_tokens"), _tokens(r, turns, "output_tokens"), _float(r.get("cost")),
         bool(r.get("is_truncated")), (r.get("stop_condition") or "")[:200], r.get("error") or "",
         _float(r.get("duration")), r.get("final_answer") or "",
-        dumps({**(r.get("metrics") or {}), "behaviour": rollout_behaviour(r)}), *rollout_facts(r), now, run.pk,
+        dumps({**(r.get("metrics") or {}), "behaviour": rollout_behaviour(r, walk)}), *rollout_facts(walk), now, run.pk,
     )
 
 

@@ -21,9 +21,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, transaction
 
 from deeprepo_web.accounts.models import Membership, Project, Role
+from deeprepo_web.analysis.behaviour import error_line
 from deeprepo_web.runs.ingest.metrics import ROLLUP_WIDTHS
 from deeprepo_web.runs.ingest.pg import dumps
-from deeprepo_web.runs.ingest.rollouts import error_line
 from deeprepo_web.runs.models import Example, Run, RunKind, RunStatus
 
 SAMPLES_PER_GROUP = 8
