@@ -9,6 +9,7 @@ outliers (an 18-turn rollout among 5-9-turn ones).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -63,6 +64,29 @@ def error_line(output: Any) -> str:
     row at ingest; runs 0013 derives the same in SQL for stored rollouts)."""
     text = output if isinstance(output, str) else "" if output is None else str(output)
     return text.rstrip(" \n\r\t").rpartition("\n")[2][:ERROR_LINE_MAX]
+
+
+# An error's signature: its last line with what varies between occurrences of the same error replaced,
+# in this order: ids (uuids, 0x…, hex runs of 12+), paths, quoted strings, numbers. Our own fixed patterns,
+# none nested, so Python's `re` runs each in linear time.
+_SIGNATURE_STEPS = (
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f-]{27,}|0x[0-9a-f]+|\b[0-9a-f]{12,}\b", re.IGNORECASE), "<id>"),
+    (re.compile(r"(?:\.{0,2}/|\b[a-zA-Z]:\\)[^\s:'\",)]*"), "<path>"),
+    (re.compile(r"\"[^\"]*\"|'[^']*'"), "<str>"),
+    (re.compile(r"[0-9]+(?:\.[0-9]+)?"), "<n>"),
+)
+SIGNATURE_MAX = 300
+
+
+def error_signature(output: Any) -> str:
+    """What the run's error signatures group an error by (`TypeError: bad <n>` for `TypeError: bad 42`):
+    computed once, at ingest, and kept on the rollout row (tool errors in `tool_errors`, the final
+    error in `error_sig`), so the errors page groups stored values instead of normalising every error
+    of the run on each view."""
+    sig = error_line(output)
+    for pattern, placeholder in _SIGNATURE_STEPS:
+        sig = pattern.sub(placeholder, sig)
+    return sig.strip(" ")[:SIGNATURE_MAX]
 
 
 def _error_text(call: Mapping[str, Any]) -> str | None:

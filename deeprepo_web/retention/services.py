@@ -62,8 +62,9 @@ def _run_bodies_clear(run: Run, cutoff: datetime, batch: int) -> tuple[int, list
                     [ids])
         cur.execute("UPDATE runs_toolcall SET output = '', output_blob = '', arguments = NULL "
                     "WHERE rollout_id = ANY(%s)", [ids])
-        # The error lines kept on the rollout row are the outputs' last lines: they go with them.
-        cur.execute("UPDATE runs_rollout SET tool_errors = (SELECT jsonb_agg(jsonb_build_array(e->0, e->1, '') "
+        # The error lines kept on the rollout row (and their signatures) are the outputs' last lines: they
+        # go with them.
+        cur.execute("UPDATE runs_rollout SET tool_errors = (SELECT jsonb_agg(jsonb_build_array(e->0, e->1, '', '') "
                     "ORDER BY n) FROM jsonb_array_elements(tool_errors) WITH ORDINALITY AS x(e, n)) "
                     "WHERE id = ANY(%s) AND tool_errors <> '[]'", [ids])
         RetentionMark.objects.filter(pk=run.pk).update(rollout_id=ids[-1])

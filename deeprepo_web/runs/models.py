@@ -194,9 +194,11 @@ class Rollout(models.Model):
     metrics = models.JSONField(default=dict, blank=True)
     # Facts that pages read across many rollouts, written with the row from the record (ingest, replace,
     # seed_scale) so that no query across rollouts reads turn or tool-call rows: the distinct tool names
-    # (search's tool filter) and one [tool, turn index, error line] per failed call (error signatures).
+    # (search's tool filter), one [tool, turn index, error line, signature] per failed call and the final
+    # error's signature (`analysis.behaviour.error_signature`: what the errors page groups).
     tools = models.JSONField(default=list, blank=True)
     tool_errors = models.JSONField(default=list, blank=True)
+    error_sig = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

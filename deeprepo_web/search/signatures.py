@@ -1,10 +1,10 @@
 """Error signatures of a run: tool errors and final errors with numbers, paths and ids stripped,
 grouped, counted per step, with example rollouts. The "most repeated error" of compare, run-wide.
 
-Normalised in SQL (one pass over the run's rollout rows, nothing loaded row by row): tool errors come
-from each rollout's `tool_errors` (the last line of each failed call's output, kept there at ingest),
-final errors from its `error` (their last non-empty line); then hex and long ids, paths, quoted strings
-and numbers are replaced by placeholders.
+Grouped in SQL (one pass over the run's rollout rows, nothing loaded row by row) by the signatures
+ingest keeps on each rollout row (`analysis.behaviour.error_signature`: the last line of the error with
+hex and long ids, paths, quoted strings and numbers replaced by placeholders): each failed call's in
+`tool_errors`, the final error's in `error_sig`.
 """
 
 from __future__ import annotations
@@ -18,29 +18,18 @@ from deeprepo_web.search.chart import HEIGHT, Bar, step_groups, steps_label
 TOP = 50
 
 
-def _normalise(expr: str) -> str:
-    last = f"coalesce((regexp_match(rtrim(left({expr}, 20000), E' \\n\\r\\t'), '([^\\n]*)$'))[1], '')"
-    s = f"regexp_replace({last}, '[0-9a-f]{{8}}-[0-9a-f-]{{27,}}|0x[0-9a-f]+|\\m[0-9a-f]{{12,}}\\M', '<id>', 'gi')"
-    s = f"regexp_replace({s}, '(\\.{{0,2}}/|\\m[a-zA-Z]:\\\\)[^\\s:''\",)]*', '<path>', 'g')"
-    s = f"regexp_replace({s}, '\"[^\"]*\"|''[^'']*''', '<str>', 'g')"
-    s = f"regexp_replace({s}, '[0-9]+(\\.[0-9]+)?', '<n>', 'g')"
-    return f"left(btrim({s}), 300)"
-
-
 # Every error of the run with its signature, in one pass over its rollouts (a pass per kind took 735 of
-# 1,790 ms at 666,667 rollouts): each failed tool call's line, then the final error. Normalised inside
-# the lateral subquery, so that Postgres can remember it for rollouts whose errors it has seen (Memoize:
-# a run repeats its errors; 20 distinct sets among 93,333 errors in seed_scale's runs); signatures
-# compare byte for byte (COLLATE "C": grouping under the locale's collation is slower).
+# 1,790 ms at 666,667 rollouts): each failed tool call's, then the final error's, as ingest stored them
+# (normalising them here on each view cost two thirds of the query, docs/scale.md); signatures compare
+# byte for byte (COLLATE "C": grouping under the locale's collation is slower).
 _SQL = f"""
 WITH errs AS (
     SELECT x.kind, x.tool, x.sig, r.step, r.id AS rollout_id, x.turn_index
     FROM runs_rollout r CROSS JOIN LATERAL (
-        SELECT 'tool' AS kind, e->>0 AS tool, {_normalise("coalesce(e->>2, '')")} COLLATE "C" AS sig,
-               (e->>1)::int AS turn_index
+        SELECT 'tool' AS kind, e->>0 AS tool, coalesce(e->>3, '') COLLATE "C" AS sig, (e->>1)::int AS turn_index
         FROM jsonb_array_elements(r.tool_errors) e
         UNION ALL
-        SELECT 'final', '', {_normalise("r.error")} COLLATE "C", NULL WHERE r.error <> ''
+        SELECT 'final', '', r.error_sig COLLATE "C", NULL WHERE r.error <> ''
     ) x
     WHERE r.run_id = %s AND (r.tool_errors <> '[]' OR r.error <> '')
 ), top AS (

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import pytest
+
 from deeprepo_web.analysis.behaviour import (
+    error_signature,
     is_zero,
     metric_value,
     num_turns,
@@ -93,3 +96,16 @@ def test_rollout_counts_agrees_with_the_single_counts() -> None:
     worst = repeated_errors(r, min_count=1)[0]
     assert (counts["repeated_error"], counts["repeated_error_max"], counts["tool_errors"]) == (worst.text, 2, 3)
     assert counts["sub_tokens"] == {"m1": [15, 3, 0.5, 1]}  # a NaN cost is not added, nor counted
+
+
+@pytest.mark.parametrize(("output", "signature"), [
+    (SYNTAX, "SyntaxError: unterminated triple-quoted string"),
+    ("KeyError: 'user_42' at 0xDEADBEEF in /usr/lib/python3.11/foo.py:12", "KeyError: <str> at <id> in <path>:<n>"),
+    ("bad uuid 123e4567-e89b-12d3-a456-426614174000, hash deadbeefcafe1234", "bad uuid <id>, hash <id>"),
+    ("C:\\Users\\me\\x.txt not found; ../c.py \"dq\" 3.14", "<path> not found; <path> <str> <n>"),
+    ("x\r\nKeyError: 'k'\r\n\n  ", "KeyError: <str>"),
+    ("   ", ""),
+    ("Z" * 400, "Z" * 300),
+])
+def test_an_error_signature_is_its_last_line_without_what_varies(output: str, signature: str) -> None:
+    assert error_signature(output) == signature

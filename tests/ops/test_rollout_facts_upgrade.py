@@ -1,8 +1,9 @@
-"""Upgrade of a filled database across runs migration 0013 (tool names and tool errors on the rollout
-row, docs/scale.md's folded layout, step 2): the release before it stores rollouts with failing and
-nested tool calls through its own API; `migrate` fills the new columns from the stored calls; the
-run's error signatures and the search's tool filter answer as they did, and the filled values are
-the ones the new release writes at ingest for the same records."""
+"""Upgrade of a filled database across runs migrations 0013 (tool names and tool errors on the rollout
+row, docs/scale.md's folded layout, step 2) and 0014 (their error signatures, and the final error's):
+the release before them stores rollouts with failing and nested tool calls through its own API;
+`migrate` fills the new columns from the stored calls; the run's error signatures (normalised in SQL by
+that release, in Python by this one) and the search's tool filter answer as they did, and the filled
+values are the ones the new release writes at ingest for the same records."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ RECORDS = [
     {"example_key": "f-2", "uid": "f2", "step": 2, "turns": [
         {"role": "assistant", "content": "silent failure", "tool_calls": [
             {"name": "run_code", "is_error": True, "output": ""}, {"name": "run_code", "is_error": True}]}]},
+    {"example_key": "f-3", "uid": "f3", "step": 3, "turns": [{"role": "assistant", "content": "waiting"}],
+     "error": "Traceback (most recent call last):\n  File \"/srv/env.py\", line 88\n"
+              "TimeoutError: sandbox 0x1f timed out after 30.5s at '/tmp/run-9'\n"},
 ]
 
 STORE = """
@@ -62,9 +66,9 @@ QUERIES = [{"q": "trying", "tool": "sub_llm"}, {"q": "silent", "tool": "run_code
 
 def _rows(run_name: str) -> dict[str, list[object]]:
     with psycopg.connect(f"{ADMIN_URL.rpartition('/')[0]}/{DB}") as conn:
-        rows = conn.execute("SELECT r.uid, r.tools, r.tool_errors FROM runs_rollout r JOIN runs_run u "
+        rows = conn.execute("SELECT r.uid, r.tools, r.tool_errors, r.error_sig FROM runs_rollout r JOIN runs_run u "
                             "ON u.id = r.run_id WHERE u.name = %s", [run_name]).fetchall()
-    return {uid: [tools, errors] for uid, tools, errors in rows}
+    return {uid: [tools, errors, error_sig] for uid, tools, errors, error_sig in rows}
 
 
 def test_a_filled_database_gets_tool_names_and_errors_on_its_rollouts(tmp_path, upgrade_db):
@@ -74,19 +78,22 @@ def test_a_filled_database_gets_tool_names_and_errors_on_its_rollouts(tmp_path, 
     searches_before = json.loads(run([sys.executable, "-c", SEARCH, json.dumps(QUERIES)], previous,
                                      DEEPREPO_DATA_DIR=data).splitlines()[-1])
     assert sorted((s[1], s[2], s[3]) for s in signatures_before) == [
+        ("", "TimeoutError: sandbox <id> timed out after <n>s at <str>", 1),
         ("run_code", "", 2), ("run_code", "KeyError: <str>", 1), ("run_code", "ValueError: bad <n>", 1),
         ("sub_llm", "RateLimitError: <n> from <id>", 1)], signatures_before
 
     out = run([sys.executable, "manage.py", "migrate", "--no-input"], REPO, DEEPREPO_DATA_DIR=data)
-    assert "Applying runs.0013_rollout_tools_tool_errors" in out
+    assert "Applying runs.0013_rollout_tools_tool_errors" in out and "Applying runs.0014_rollout_error_sig" in out
 
     filled = _rows("facts")
     assert filled["f0"] == [["llm_batch", "read_file", "run_code", "sub_llm"], [
-        ["run_code", 1, "ValueError: bad 42"], ["sub_llm", 1, "  RateLimitError: 429 from 0xdeadbeef"],
-        ["run_code", 3, "KeyError: 'k'"]]]
-    assert filled["f1"] == [[], []]
-    assert filled["f2"] == [["run_code"], [["run_code", 0, ""], ["run_code", 0, ""]]]
-    assert all(v == [["run"], []] for v in _rows("before-a").values())  # the release's own fill
+        ["run_code", 1, "ValueError: bad 42", "ValueError: bad <n>"],
+        ["sub_llm", 1, "  RateLimitError: 429 from 0xdeadbeef", "RateLimitError: <n> from <id>"],
+        ["run_code", 3, "KeyError: 'k'", "KeyError: <str>"]], ""]
+    assert filled["f1"] == [[], [], ""]
+    assert filled["f2"] == [["run_code"], [["run_code", 0, "", ""], ["run_code", 0, "", ""]], ""]
+    assert filled["f3"] == [[], [], "TimeoutError: sandbox <id> timed out after <n>s at <str>"]
+    assert all(v == [["run"], [], ""] for v in _rows("before-a").values())  # the release's own fill
 
     assert json.loads(run([sys.executable, "-c", SIGNATURES], REPO, DEEPREPO_DATA_DIR=data)) == signatures_before
     searches_after = json.loads(run([sys.executable, "-c", SEARCH, json.dumps(QUERIES)], REPO,

@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from deeprepo_web import storage
+from deeprepo_web.analysis.behaviour import error_signature
 from deeprepo_web.otlp.models import OtlpItem
 from deeprepo_web.retention.models import RetentionPolicy
 from deeprepo_web.retention.services import policy_set, retention_sweep
@@ -50,7 +51,7 @@ def test_old_bodies_are_cleared_in_batches_numbers_stay(api, team, settings):
     rewards = sorted(Rollout.objects.filter(run=old).values_list("reward", flat=True))
     line = SHARED.rstrip()  # the whole output's last line is kept on the row, as bodies are
     assert {(tuple(r.tools), tuple(map(tuple, r.tool_errors))) for r in Rollout.objects.filter(run=old)} == {
-        (("llm_batch", "llm_query", "read_file"), (("read_file", 1, line),))}
+        (("llm_batch", "llm_query", "read_file"), (("read_file", 1, line, error_signature(line)),))}
 
     first = retention_sweep(batch=2, budget=1)  # bounded: one batch of two rollouts
     assert first.bodies == 2
@@ -59,9 +60,9 @@ def test_old_bodies_are_cleared_in_batches_numbers_stay(api, team, settings):
     retention_sweep(batch=2)
     assert not Turn.objects.filter(rollout__run=old).exclude(content="", reasoning="", content_blob="").exists()
     assert not ToolCall.objects.filter(rollout__run=old).exclude(output="", output_blob="").exists()
-    # The error lines go with the outputs; which tool failed, and at which turn, stays.
+    # The error lines (and their signatures) go with the outputs; which tool failed, and at which turn, stays.
     assert {(tuple(r.tools), tuple(map(tuple, r.tool_errors))) for r in Rollout.objects.filter(run=old)} == {
-        (("llm_batch", "llm_query", "read_file"), (("read_file", 1, ""),))}
+        (("llm_batch", "llm_query", "read_file"), (("read_file", 1, "", ""),))}
     assert Rollout.objects.filter(run=young, tool_errors__0__2=line).count() == 2
     assert Turn.objects.filter(rollout__run=young, content_blob__gt="").count() == 2  # young bodies stay
     # Numbers stay: rollouts, rewards, sizes, metrics.

@@ -35,7 +35,7 @@ from deeprepo_web.runs.signals import rollouts_rebuilt
 # _rollout_row's columns after uid, example_id (run_id and created_at are not rewritten).
 _UPDATED = ("step", "sample_index", "reward", "reward_components", "advantage", "num_turns", "input_tokens",
             "output_tokens", "cost", "is_truncated", "stop_condition", "error", "duration", "final_answer",
-            "metrics", "tools", "tool_errors")
+            "metrics", "tools", "tool_errors", "error_sig")
 _JSONB = {"reward_components", "metrics", "tools", "tool_errors"}
 
 

@@ -108,18 +108,19 @@ def rollout_behaviour(record: dict[str, Any], walk: behaviour_stats.RolloutWalk)
 
 def rollout_facts(walk: behaviour_stats.RolloutWalk) -> tuple[str, str]:
     """(tools, tool_errors) of the rollout row, as jsonb text: the distinct names of its tool calls
-    (nested ones too), sorted, and [tool, turn index, error line] per call that failed, in order. Kept
-    on the row so that search's tool filter and the run's error signatures read no turn or call row
-    (docs/scale.md, the folded layout's step 2)."""
+    (nested ones too), sorted, and [tool, turn index, error line, its signature] per call that failed,
+    in order. Kept on the row so that search's tool filter and the run's error signatures read no turn
+    or call row (docs/scale.md, the folded layout's step 2)."""
     if not walk.names:
         return "[]", "[]"
-    errors = [[clean_text(name), turn, clean_text(line)] for name, turn, line in walk.failed]
+    errors = [[clean_text(name), turn, clean_text(line), clean_text(behaviour_stats.error_signature(line))]
+              for name, turn, line in walk.failed]
     return dumps(sorted(clean_text(n) for n in walk.names)), dumps(errors) if errors else "[]"
 
 
 _ROLLOUT_FIELDS = ("uid", "example_id", "step", "sample_index", "reward", "reward_components", "advantage",
                    "num_turns", "input_tokens", "output_tokens", "cost", "is_truncated", "stop_condition", "error",
-                   "duration", "final_answer", "metrics", "tools", "tool_errors", "created_at", "run_id")
+                   "duration", "final_answer", "metrics", "tools", "tool_errors", "error_sig", "created_at", "run_id")
 _ROLLOUT_COLUMNS = ", ".join(_ROLLOUT_FIELDS)
 _TURN_FIELDS = ("id", "rollout_id", "index", "role", "content", "content_blob", "content_size", "reasoning",
                 "input_tokens", "output_tokens", "latency", "model", "metadata")
@@ -141,15 +142,17 @@ def _rollout_row(r: dict[str, Any], uid: str, example_id: int, now: Any, run: Ru
     turns = r.get("turns") or []
     walk = behaviour_stats.rollout_walk(r)  # one walk over the calls: behaviour counts and the row's facts
     num_turns = r.get("num_turns")
+    error = r.get("error") or ""
     if num_turns is None:
         num_turns = sum(1 for t in turns if t.get("role") == "assistant")
     return (
         uid, example_id, _int(r.get("step")), _int(r.get("sample_index")), _float(r.get("reward")),
         dumps(r.get("reward_components") or {}), _float(r.get("advantage")), _int(num_turns),
         _tokens(r, turns, "input_tokens"), _tokens(r, turns, "output_tokens"), _float(r.get("cost")),
-        bool(r.get("is_truncated")), (r.get("stop_condition") or "")[:200], r.get("error") or "",
+        bool(r.get("is_truncated")), (r.get("stop_condition") or "")[:200], error,
         _float(r.get("duration")), r.get("final_answer") or "",
-        dumps({**(r.get("metrics") or {}), "behaviour": rollout_behaviour(r, walk)}), *rollout_facts(walk), now, run.pk,
+        dumps({**(r.get("metrics") or {}), "behaviour": rollout_behaviour(r, walk)}), *rollout_facts(walk),
+        behaviour_stats.error_signature(error) if error else "", now, run.pk,
     )
 
 
@@ -169,10 +172,10 @@ def _rollouts_insert_new(rows: list[tuple[Any, ...]]) -> dict[str, int]:
     inserted = execute_binary(
         f"INSERT INTO runs_rollout ({_ROLLOUT_COLUMNS}) "
         "SELECT u, e, s, si, rw, rc::jsonb, adv, nt, it, ot, c, tr, sc, er, d, fa, m::jsonb, tl::jsonb, te::jsonb, "
-        "ca, rid FROM unnest(%b::text[], %b::bigint[], %b::int[], %b::int[], %b::float8[], %b::text[], %b::float8[], "
+        "es, ca, rid FROM unnest(%b::text[], %b::bigint[], %b::int[], %b::int[], %b::float8[], %b::text[], %b::float8[], "
         "%b::int[], %b::bigint[], %b::bigint[], %b::float8[], %b::bool[], %b::text[], %b::text[], "
-        "%b::float8[], %b::text[], %b::text[], %b::text[], %b::text[], %b::timestamptz[], %b::bigint[]) "
-        "AS x(u, e, s, si, rw, rc, adv, nt, it, ot, c, tr, sc, er, d, fa, m, tl, te, ca, rid) "
+        "%b::float8[], %b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::timestamptz[], %b::bigint[]) "
+        "AS x(u, e, s, si, rw, rc, adv, nt, it, ot, c, tr, sc, er, d, fa, m, tl, te, es, ca, rid) "
         "ON CONFLICT (run_id, uid) DO NOTHING RETURNING uid, id",
         cols,
     )

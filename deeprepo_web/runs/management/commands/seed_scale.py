@@ -21,7 +21,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, transaction
 
 from deeprepo_web.accounts.models import Membership, Project, Role
-from deeprepo_web.analysis.behaviour import error_line
+from deeprepo_web.analysis.behaviour import error_line, error_signature
 from deeprepo_web.runs.ingest.metrics import ROLLUP_WIDTHS
 from deeprepo_web.runs.ingest.pg import dumps
 from deeprepo_web.runs.models import Example, Run, RunKind, RunStatus
@@ -306,6 +306,7 @@ class Command(BaseCommand):
             call_id = cur.fetchone()[0]
         assistant = [_esc(t) for t in ASSISTANT]
         tool_out = [_esc(t) for t in TOOL_OUT]
+        failed = [(error_line(t), error_signature(t)) for t in TOOL_OUT]  # a failed call's [line, signature]
         user = _esc("Audit this repository. Report every vulnerability with file:line, then propose a patch.")
         reasoning = _esc("The user input flows into the query; I should confirm by reading the file.")
         r_cols = ("id, run_id, uid, example_id, step, sample_index, reward, reward_components, advantage, num_turns, "
@@ -370,7 +371,7 @@ class Command(BaseCommand):
                                 err = "t" if (i + t) % 23 == 0 else "f"
                                 tools.add(name)
                                 if err == "t":
-                                    tool_errors.append([name, t, error_line(TOOL_OUT[(i + t + 1) % len(TOOL_OUT)])])
+                                    tool_errors.append([name, t, *failed[(i + t + 1) % len(TOOL_OUT)]])
                                 c_rows.append(
                                     f"{call_id}\t{turn_id}\t{rollout_id}\t{NULL}\t0\tcall_{t}\t{name}\t"
                                     f'{{"path": "src/db.py"}}\t{tool_out[(i + t + 1) % len(tool_out)]}\t\t120\t'
