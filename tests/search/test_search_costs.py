@@ -67,6 +67,27 @@ def test_a_substring_is_counted_whatever_the_planner_guesses(team, corpus, monke
     assert len(_counted(queries)) == 1
 
 
+def test_one_run_searched_by_its_filters_alone_is_counted_in_one_pass(team, corpus):
+    from deeprepo_web.runs.models import Rollout
+    from deeprepo_web.runs.services import run_create
+
+    run, _ = run_create(project=team.project, name="tools-run", environment="env")
+    calls = [{"name": "read_file", "output": "ok"}]
+    _ingest(run, [rec(f"ex-t{i}", uid=f"t{i}", step=i % 3, reward=i / 10,
+                      turns=[_turn("look", calls=calls if i % 2 else [])]) for i in range(10)])
+    spec = spec_parse({"run": run.public_id, "tool": "read_file", "reward_min": "0.2"})
+    scope = search_scope(project=team.project, spec=spec)
+    with CaptureQueriesContext(connection) as queries:
+        counts = search_counts(scope=scope, spec=spec)
+    rows = Rollout.objects.filter(run=run)
+    expected = {step: (rows.filter(step=step, tools__contains=["read_file"], reward__gte=0.2).count(),
+                       rows.filter(step=step).count()) for step in range(3)}
+    assert counts == {run.pk: {s: v for s, v in expected.items() if v[0]}}
+    assert counts[run.pk] == {0: (2, 4), 1: (1, 3), 2: (1, 3)}  # t3 + t9, t7, t5 (t1's reward is 0.1)
+    counted = [q["sql"] for q in queries.captured_queries if "runs_rollout" in q["sql"] and "count(*)" in q["sql"]]
+    assert len(counted) == 1 and "FILTER (WHERE" in counted[0]  # the run's rollouts read once
+
+
 def test_the_page_loads_no_model_per_run_of_the_project(client, team, corpus):
     from deeprepo_web.runs.services import run_create
 
