@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from deeprepo_web import storage
 from deeprepo_web.ops.pg import libpq_env, run_tool
+from deeprepo_web.runs.dbsettings import database_settings_apply
 
 FORMAT = 1
 OBJECTS = "objects"
@@ -119,6 +120,8 @@ def backup_restore(folder: Path) -> Summary:
     connection.close()  # pg_restore needs the database to itself for nothing, but ours holds no locks either way
     run_tool(["pg_restore", "--no-owner", "--no-privileges", "--exit-on-error", "--single-transaction",
               "-d", libpq_env()["PGDATABASE"], str(dump)])
+    with connection.cursor() as cur:  # settings of the database itself, which a dump does not hold
+        database_settings_apply(cur)
     summary = Summary(dump_bytes=dump.stat().st_size)
     root = folder / OBJECTS
     for path in sorted(p for p in root.rglob("*") if p.is_file()):

@@ -75,6 +75,8 @@ def _roundtrip(api, settings, tmp_path, store_env: dict[str, str], restored_stor
                              env=_env(empty_database, **restored_store_env), capture_output=True, text=True,
                              timeout=300)
     assert restore.returncode == 0, restore.stderr[-3000:]
+    with psycopg.connect(empty_database) as conn:  # the database's own settings, which a dump does not hold
+        assert conn.execute("SHOW jit").fetchone()[0] == "off"
     after = _pages(_env(empty_database, **restored_store_env))
     assert sorted(after) == sorted(before) and len(before) == 1 + 2 * 2 + 2 * 3
     for page, text in before.items():

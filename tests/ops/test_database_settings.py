@@ -1,15 +1,14 @@
-"""What runs 0015 sets on the database: every session opened after it runs without Postgres's JIT
-compiler (docs/scale.md, "JIT": compiling cost a run's error signatures 1.6-1.9 s of a 2 s query)."""
+"""What runs 0015 sets on the database (runs/dbsettings.py): every session opened after it runs without
+Postgres's JIT compiler (docs/scale.md, "JIT": compiling cost a run's error signatures 1.6-1.9 s of a 2 s
+query). A restore sets it again: tests/ops/test_backup_restore.py."""
 
 from __future__ import annotations
-
-import importlib
 
 import psycopg
 import pytest
 from django.db import connection
 
-jit_off = importlib.import_module("deeprepo_web.runs.migrations.0015_database_jit_off")
+from deeprepo_web.runs.dbsettings import database_settings_apply
 
 
 def _session() -> psycopg.Connection:
@@ -38,7 +37,7 @@ def test_a_role_that_does_not_own_the_database_is_warned_not_stopped() -> None:
         conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
         try:
             conn.execute("SET ROLE deeprepo_not_owner")
-            conn.execute(jit_off.SET)  # no error: the migration goes on
+            database_settings_apply(conn.cursor())  # no error: the migration (or a restore) goes on
             conn.execute("RESET ROLE")
         finally:
             conn.execute("RESET ROLE")
