@@ -152,7 +152,7 @@ def _rollout_row(r: dict[str, Any], uid: str, example_id: int, now: Any, run: Ru
         bool(r.get("is_truncated")), (r.get("stop_condition") or "")[:200], error,
         _float(r.get("duration")), r.get("final_answer") or "",
         dumps({**(r.get("metrics") or {}), "behaviour": rollout_behaviour(r, walk)}), *rollout_facts(walk),
-        behaviour_stats.error_signature(error) if error else "", now, run.pk,
+        behaviour_stats.error_signature(error), now, run.pk,
     )
 
 

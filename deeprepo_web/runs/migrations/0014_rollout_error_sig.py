@@ -30,7 +30,7 @@ def fill(apps, schema_editor):
                     tool_errors = json.loads(tool_errors)
                 ids.append(rid)
                 errors.append(json.dumps([[e[0], e[1], e[2], error_signature(e[2])] for e in tool_errors]))
-                sigs.append(error_signature(error) if error else "")
+                sigs.append(error_signature(error))
             if ids:
                 cur.execute("UPDATE runs_rollout r SET tool_errors = v.te::jsonb, error_sig = v.es "
                             "FROM unnest(%s::bigint[], %s::text[], %s::text[]) v(id, te, es) WHERE r.id = v.id",
