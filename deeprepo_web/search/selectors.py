@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,15 @@ class Scope:
     label_id: int | None
     empty: bool = False  # a filter named something that does not exist: nothing can match
     _runs: dict[int, Run] = field(default_factory=dict, repr=False)
+    _big: bool | None = field(default=None, repr=False)
+
+    def one_small_run(self) -> bool:
+        """Whether the scope is one run of fewer than BIG_RUN rollouts (asked once, an index-only count)."""
+        if len(self.run_ids) != 1:
+            return False
+        if self._big is None:
+            self._big = Rollout.objects.filter(run_id=self.run_ids[0])[:BIG_RUN].count() >= BIG_RUN
+        return not self._big
 
     def runs_for(self, ids: Iterable[int]) -> dict[int, Run]:
         """These runs of the scope (loaded once), by id."""
@@ -113,6 +123,14 @@ def search_scope(*, project: Project, spec: SearchSpec) -> Scope:
     return Scope(project=project, run_ids=run_ids, label_id=label_id, empty=empty)
 
 
+# A run past this many rollouts has its matching documents found by the text's index alone, not by the
+# run's documents: the planner reads the run's documents and computes each one's tsvector (~70 us) when
+# the text is in most of them, and cannot be told that the words index would spare that (it costs the
+# recheck either way). 20,000 rollouts cost that way ~1.4 s at most; a run of 300,000 took over 20 s for
+# a word in each of its documents, against 0.7 s through the index (docs/scale.md).
+BIG_RUN = 20_000
+
+
 def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: bool = False,
                  beyond: int | None = None, backward: bool = False) -> S.Sql:
     """(rollout_id) of every matching rollout, newest first: its document (or its example's prompt)
@@ -121,7 +139,10 @@ def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: 
     `walk`: go through the filtered rollouts newest first and test each one's document (by its key),
     stopping at the page's end: fast when many rollouts match. Otherwise the GIN indexes find every
     matching document first: fast when few do."""
-    where, params = S.rollout_filters(spec, run_ids=scope.run_ids, label_id=scope.label_id)
+    # The index way starts from the matching documents: a run's id range bounds nothing there, and its two
+    # probes would be sequential scans without plain index scans (_bitmaps_only).
+    where, params = S.rollout_filters(spec, run_ids=scope.run_ids, label_id=scope.label_id,
+                                      id_range=walk or not spec.q)
     if beyond is not None:  # a cursor: the rollouts older (or, going back, newer) than its id
         where, params = f"{where} AND r.id {'>' if backward else '<'} %s", [*params, beyond]
     way = "ASC" if backward else "DESC"
@@ -135,12 +156,13 @@ def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: 
     if not S.rollout_conditions(spec, label_id=scope.label_id)[0]:
         # The runs are all that keeps a rollout: tested on the matching documents themselves, with no probe
         # of runs_rollout per hit (~150 of 265 ms for a text in 16,000 rollouts at 10^7, docs/scale.md).
-        hits, hit_params = S.matched_sql(spec, run_ids=scope.run_ids, doc_runs="index" if spec.run else "filter")
+        hits, hit_params = S.matched_sql(spec, run_ids=scope.run_ids,
+                                         doc_runs="index" if scope.one_small_run() else "filter")
         bound, bound_params = ("", []) if beyond is None else (f" WHERE x.id {'>' if backward else '<'} %s", [beyond])
         order = f" ORDER BY x.id {way}" if ordered else ""
         return f"SELECT DISTINCT x.id FROM ({hits}) x(id){bound}{order}", hit_params + bound_params
     # Filters on the rollout read runs_rollout for each hit anyway, and keep its runs there too.
-    hits, hit_params = S.matched_sql(spec, run_ids=scope.run_ids, doc_runs="index" if spec.run else "")
+    hits, hit_params = S.matched_sql(spec, run_ids=scope.run_ids, doc_runs="index" if scope.one_small_run() else "")
     return f"SELECT r.id FROM runs_rollout r WHERE r.id IN ({hits}) AND {where}{order}", hit_params + params
 
 
@@ -156,6 +178,13 @@ GUESS_MS = 3000
 
 # How long a walk-or-count decision is reused (seconds).
 WALK_TTL = 60
+
+
+# Memory for a search statement's bitmaps. With the default 4 MB, a bitmap of every document holding a
+# common word (283,208 of 602,000 at 6*10^5 rollouts, 97,541 heap pages) turned a third of its pages
+# lossy, and Postgres recomputed the tsvector of every document on them: 28.5 s, against 0.65 s with an
+# exact bitmap (docs/scale.md). Taken only by the statements that build such a bitmap.
+BITMAP_MEMORY = "64MB"
 
 
 # An EXPLAIN plans and reads nothing: under a millisecond, however big the table.
@@ -238,24 +267,43 @@ def _walk_corrected(spec: SearchSpec, walk: bool) -> None:
     cache.set(_walk_key(spec), (walk, False), WALK_TTL)
 
 
-def _query(alias: str, sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
+@contextmanager
+def _bitmaps_only(cur: Any) -> Iterator[None]:
+    """For a statement that collects every document matching a text (the index way): no plain index scans.
+    The planner costs a tsvector computed from a body at a fraction of what it takes (~70 us for a
+    seed_scale document), so for a common word in a big run it read the run's documents through search_doc_run
+    and computed each one's tsvector: over 20 s for a run of 300,000 rollouts. Bitmap scans only leave it the
+    BitmapAnd of the words index and the run's documents, which computes none: 0.8 s (docs/scale.md)."""
+    cur.execute("SET LOCAL enable_indexscan = off")
+    cur.execute("SET LOCAL enable_seqscan = off")
+    yield
+    # Inside a caller's transaction (a savepoint here) SET LOCAL would outlive the statement: put them back.
+    cur.execute("SET LOCAL enable_indexscan TO DEFAULT")
+    cur.execute("SET LOCAL enable_seqscan TO DEFAULT")
+
+
+def _query(alias: str, sql: str, params: list[Any], timeout_ms: int, bitmaps: bool) -> list[tuple[Any, ...]]:
     with transaction.atomic(using=alias), connections[alias].cursor() as cur:
         cur.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
         # Parallel workers cost more to start than these bounded queries take (2 busy cores).
         cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-        cur.execute(sql, params)
-        return list(cur.fetchall())
+        cur.execute(f"SET LOCAL work_mem = '{BITMAP_MEMORY}'")
+        with _bitmaps_only(cur) if bitmaps else nullcontext():
+            cur.execute(sql, params)
+            return list(cur.fetchall())
 
 
 def _timed_out(exc: OperationalError) -> bool:
     return getattr(exc.__cause__, "sqlstate", None) == "57014"  # query_canceled: our statement_timeout
 
 
-def _run(sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
+def _run(sql: str, params: list[Any], timeout_ms: int, *, bitmaps: bool = False) -> list[tuple[Any, ...]]:
+    """Rows of a search statement, on the read replica when there is one. `bitmaps`: the statement is
+    the index way (`_bitmaps_only`)."""
     alias = read_alias()
     try:
         try:
-            return _query(alias, sql, params, timeout_ms)
+            return _query(alias, sql, params, timeout_ms, bitmaps)
         except OperationalError as exc:
             if alias == "default" or _timed_out(exc):
                 raise
@@ -264,7 +312,7 @@ def _run(sql: str, params: list[Any], timeout_ms: int) -> list[tuple[Any, ...]]:
             log.warning("search on the read replica failed, asking the primary: %s", exc)
             connections[alias].close()
             replica_state(fresh=True)
-            return _query("default", sql, params, timeout_ms)
+            return _query("default", sql, params, timeout_ms, bitmaps)
     except DataError as exc:  # invalid regular expression, bad tsquery
         raise SearchFailed(f"the database refused the search: {str(exc).splitlines()[0]}") from exc
     except OperationalError as exc:
@@ -282,14 +330,15 @@ def _page_rows(scope: Scope, spec: SearchSpec, window: list[int], beyond: int | 
     walk = _walk(spec)
     sql, params = _matches_sql(scope, spec, walk=walk, beyond=beyond, backward=backward)
     try:
-        return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], GUESS_MS if spec.q else PAGE_TIMEOUT_MS)
+        return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], GUESS_MS if spec.q else PAGE_TIMEOUT_MS,
+                    bitmaps=bool(spec.q) and not walk)
     except SearchFailed as exc:
         if not spec.q or not exc.timed_out:
             raise
     # The count's guess was wrong (or the page is deep): the other way gets the rest of the time.
     sql, params = _matches_sql(scope, spec, walk=not walk, beyond=beyond, backward=backward)
     try:
-        rows = _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], PAGE_TIMEOUT_MS)
+        rows = _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], PAGE_TIMEOUT_MS, bitmaps=walk)
     except SearchFailed as exc:
         if walk and exc.timed_out and S.rollout_conditions(spec, label_id=scope.label_id)[0]:
             raise _filtered_out(spec) from exc
@@ -446,9 +495,11 @@ def search_counts(*, scope: Scope, spec: SearchSpec,
     if not spec.q and len(scope.run_ids) == 1:
         rows = _filtered_counts(scope, spec)
     else:
-        sql, params = _matches_sql(scope, spec, ordered=False, walk=not spec.indexed)
+        walk = not spec.indexed
+        sql, params = _matches_sql(scope, spec, ordered=False, walk=walk)
         matched = _run(f"SELECT r.run_id, r.step, count(*) FROM ({sql}) x(id) "
-                       "JOIN runs_rollout r ON r.id = x.id GROUP BY 1, 2", params, COUNTS_TIMEOUT_MS)
+                       "JOIN runs_rollout r ON r.id = x.id GROUP BY 1, 2", params, COUNTS_TIMEOUT_MS,
+                       bitmaps=bool(spec.q) and not walk)
         run_ids = scope.run_ids if top is None else _most_matched(matched, top)
         if not run_ids:
             return {}
@@ -483,7 +534,8 @@ def search_rollout_ids(*, scope: Scope, spec: SearchSpec, limit: int | None = No
     sql, params = _matches_sql(scope, spec)
     if limit is not None:
         sql, params = f"{sql} LIMIT %s", [*params, limit]
-    with transaction.atomic(), streaming_cursor() as cur:
+    with transaction.atomic(), connections["default"].cursor() as settings, \
+            _bitmaps_only(settings) if spec.q else nullcontext(), streaming_cursor() as cur:
         cur.execute(f"SELECT x.id FROM ({sql}) x(id)", params)
         while rows := cur.fetchmany(2000):
             yield from (row[0] for row in rows)

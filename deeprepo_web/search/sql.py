@@ -78,7 +78,11 @@ def matched_sql(spec: SearchSpec, *, run_ids: list[int], doc_runs: str = "index"
     example's prompt does, as the GIN indexes find them. `doc_runs`: how the documents' own run is
     tested — "index" through search_doc_run (one run's documents), "filter" on each document the match
     found (many runs: through the index, the planner walked every document of the runs and tested each
-    body, >20 s for a common word at 1,000 runs), "" not at all (the caller joins runs_rollout)."""
+    body, >20 s for a common word at 1,000 runs), "" not at all (the caller joins runs_rollout).
+
+    `d.src || ''`, `d.obj + 0`: a source and an example no index holds, so the documents come from the
+    text's index (with the run's, a BitmapAnd). Read by source through the primary key, each document's tsvector was computed when the
+    planner took the text for a common one (selectors._bitmaps_only)."""
     match, params = doc_match(spec)
     parts: list[str] = []
     out: list[Any] = []
@@ -88,12 +92,12 @@ def matched_sql(spec: SearchSpec, *, run_ids: list[int], doc_runs: str = "index"
         column = {"index": "d.run_id", "filter": "d.run_id + 0"}.get(doc_runs)
         near, near_params = (f" AND {column} = ANY(%s)", [run_ids]) if column else ("", [])
         field, field_params = _in_rollout(spec, "d.obj")
-        parts.append(f"SELECT d.obj FROM search_doc d WHERE d.src = 'rollout'{near} AND {match}{field}")
+        parts.append(f"SELECT d.obj FROM search_doc d WHERE d.src || '' = 'rollout'{near} AND {match}{field}")
         out += [*near_params, *params, *field_params]
     if "prompt" in sources:
         field, field_params = _prompt_field(spec)
-        parts.append("SELECT ro.id FROM search_doc d JOIN runs_rollout ro ON ro.example_id = d.obj "
-                     f"WHERE d.src = 'prompt' AND ro.run_id = ANY(%s) AND {match}{field}")
+        parts.append("SELECT ro.id FROM search_doc d JOIN runs_rollout ro ON ro.example_id = d.obj + 0 "
+                     f"WHERE d.src || '' = 'prompt' AND ro.run_id = ANY(%s) AND {match}{field}")
         out += [run_ids, *params, *field_params]
     return " UNION ALL ".join(parts), out
 
@@ -188,12 +192,13 @@ def hits_capped(spec: SearchSpec, cap: int) -> Sql:
             f"LIMIT {int(cap)}) x", [doc_sources(spec), *params])
 
 
-def rollout_filters(spec: SearchSpec, *, run_ids: list[int], label_id: int | None) -> Sql:
-    """Conditions on `r` (runs_rollout): the run set and the filters around the search."""
+def rollout_filters(spec: SearchSpec, *, run_ids: list[int], label_id: int | None, id_range: bool = True) -> Sql:
+    """Conditions on `r` (runs_rollout): the run set and the filters around the search. `id_range`: one
+    run's rollouts also by their id range, for scans of runs_rollout newest first."""
     conds, params = rollout_conditions(spec, label_id=label_id)
     runs = ["r.run_id = ANY(%s)"]
     run_params: list[Any] = [run_ids]
-    if len(run_ids) == 1:
+    if len(run_ids) == 1 and id_range:
         # One run: its rollouts' id range (both ends read from the (run, id) index) bounds the newest-first
         # scans. Without it Postgres walked the primary key down from the newest rollout of the table,
         # through every later run's: 340-450 ms for a tool or reward filter on the oldest of three runs at

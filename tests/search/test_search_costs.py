@@ -221,3 +221,70 @@ def test_words_whose_count_ran_out_of_time_take_the_index_not_the_walk(client, t
     with CaptureQueriesContext(connection) as queries:  # a substring's guess still walks
         client.get(reverse("search", args=["demo"]) + "?q=give+up&mode=substring")
     assert [q for q in queries.captured_queries if "CROSS JOIN LATERAL" in q["sql"]]
+
+
+def _common_word_in_the_run(corpus) -> None:
+    with connection.cursor() as cur:  # 2,000 documents of the run, each holding the word, and statistics that know it
+        cur.execute("INSERT INTO search_doc (src, obj, part, rollout_id, run_id, body) "
+                    "SELECT 'rollout', 10000000 + g, 0, 10000000 + g, %s, 'boilerplate ' || g "
+                    "FROM generate_series(1, 2000) g", [corpus.run.pk])
+        cur.execute("ANALYZE search_doc")
+
+
+def test_the_index_way_finds_a_common_word_through_its_index_and_computes_no_tsvector(team, corpus, monkeypatch):
+    """At 300,000 rollouts a run, the run's documents read one by one with each one's tsvector computed
+    took over 20 s; the words index with exact bitmaps 0.4-0.8 s (docs/scale.md)."""
+    _common_word_in_the_run(corpus)
+    monkeypatch.setattr(selectors, "BIG_RUN", 1)  # the corpus's run counts as a big one
+    spec = spec_parse({"q": "boilerplate", "run": corpus.run.public_id})
+    scope = search_scope(project=team.project, spec=spec)
+    assert not scope.one_small_run()
+    sql, params = selectors._matches_sql(scope, spec, ordered=False)
+
+    def plan(bitmaps: bool) -> str:
+        return "\n".join(row[0] for row in selectors._run(f"EXPLAIN {sql}", params, 5_000, bitmaps=bitmaps))
+
+    assert "Seq Scan on search_doc" in plan(False)  # what the planner picks when it may: every body's tsvector
+    chosen = plan(True)
+    assert "Bitmap Index Scan on search_doc_tsv" in chosen
+    assert chosen.count("Bitmap Index Scan on search_doc_tsv") == 2  # the rollouts' documents, the prompts'
+    assert "Seq Scan on search_doc" not in chosen and "search_doc_run" not in chosen and "search_doc_pkey" not in chosen
+    settings = selectors._run("SELECT current_setting('enable_indexscan'), current_setting('enable_seqscan'), "
+                              "current_setting('work_mem')", [], 5_000, bitmaps=True)
+    assert settings == [("off", "off", selectors.BITMAP_MEMORY)]
+    assert selectors._run("SELECT current_setting('enable_seqscan')", [], 5_000) == [("on",)]  # a walk keeps them
+
+
+def test_a_big_run_and_a_small_one_find_and_count_the_same(team, corpus, monkeypatch):
+    from deeprepo_web.runs.models import Rollout
+
+    spec = spec_parse({"q": "give up", "run": corpus.run.public_id})
+    filtered = spec_parse({"q": "give up", "run": corpus.run.public_id, "step_min": "0"})
+    answers = []
+    for big_run in (10**9, 1):
+        monkeypatch.setattr(selectors, "BIG_RUN", big_run)
+        cache.clear()
+        found = []
+        for s in (spec, filtered):
+            scope = search_scope(project=team.project, spec=s)
+            assert scope.one_small_run() is (big_run > 1)
+            results, _ = selectors.search_page(scope=scope, spec=s)
+            found.append(([r.rollout.pk for r in results], search_counts(scope=scope, spec=s)))
+        answers.append(found)
+    assert answers[0] == answers[1]
+    giveup = Rollout.objects.get(pk=corpus.ids["giveup"])
+    assert answers[0][0][0] == [giveup.pk]
+    assert answers[0][0][1][corpus.run.pk][giveup.step][0] == 1
+
+
+def test_the_chart_of_a_common_word_in_a_big_run_asks_its_index_with_bitmaps(team, corpus, monkeypatch):
+    _common_word_in_the_run(corpus)
+    monkeypatch.setattr(selectors, "BIG_RUN", 1)
+    asked = []
+    real_run = selectors._run
+    monkeypatch.setattr(selectors, "_run", lambda sql, params, timeout_ms, **kw: (
+        asked.append((sql, kw.get("bitmaps", False))), real_run(sql, params, timeout_ms, **kw))[1])
+    spec = spec_parse({"q": "boilerplate", "run": corpus.run.public_id})
+    search_counts(scope=search_scope(project=team.project, spec=spec), spec=spec)
+    matched = [bitmaps for sql, bitmaps in asked if "search_doc d" in sql and "GROUP BY 1, 2" in sql]
+    assert matched == [True]

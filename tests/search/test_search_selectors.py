@@ -197,11 +197,11 @@ def test_a_wrong_guess_runs_out_of_time_and_the_other_way_answers(team, corpus, 
     real_run = selectors._run
     guesses = []
 
-    def guess_too_slow(sql, params, timeout_ms):
+    def guess_too_slow(sql, params, timeout_ms, **kw):
         if timeout_ms == selectors.GUESS_MS:
             guesses.append(sql)
             return real_run("SELECT pg_sleep(1)", [], 200)
-        return real_run(sql, params, timeout_ms)
+        return real_run(sql, params, timeout_ms, **kw)
 
     monkeypatch.setattr(selectors, "_run", guess_too_slow)
     assert set(_find(team, corpus, q="give up")) == {"giveup", "second-giveup"}
@@ -213,10 +213,10 @@ def test_a_count_out_of_time_walks_a_substring_and_trusts_the_planner_for_words(
 
     real_run = selectors._run
 
-    def slow_count(sql, params, timeout_ms):
+    def slow_count(sql, params, timeout_ms, **kw):
         if timeout_ms == selectors.COUNT_MS:
             return real_run("SELECT pg_sleep(1)", [], timeout_ms)
-        return real_run(sql, params, timeout_ms)
+        return real_run(sql, params, timeout_ms, **kw)
 
     monkeypatch.setattr(selectors, "_run", slow_count)
     assert selectors._walk(spec_parse({"q": "give up", "mode": "substring"})) is True
