@@ -1,0 +1,124 @@
+"""A common word in a big run: the search page and its "where it occurs" chart, timed through the
+selectors (no HTTP), on a filled database; optionally beside another revision's selectors, alternating in
+one process, the cache cleared before each (docs/scale.md, "A common word in a big run").
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_big uv run --no-sync python manage.py migrate
+    DATABASE_URL=… uv run --no-sync python manage.py seed_scale --rollouts 600000 --runs 2 --long-points 1000
+    DATABASE_URL=… uv run --no-sync python -c "import sys; sys.path.insert(0, 'bench'); \
+        from search import build_index; build_index('$DATABASE_URL')"
+    psql … -c 'VACUUM ANALYZE'
+    DATABASE_URL=… uv run --no-sync python bench/search_big_run.py [--against <rev>] [--rounds 2]
+
+The run is the project's biggest. A failed search (its timeout) is timed and counted as "failed".
+Prints one JSON object on its last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deeprepo_web.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.cache import cache  # noqa: E402
+from django.db.models import Count  # noqa: E402
+
+from deeprepo_web.accounts.models import Project  # noqa: E402
+from deeprepo_web.runs.models import Run  # noqa: E402
+from deeprepo_web.search import selectors  # noqa: E402
+from deeprepo_web.search.spec import spec_parse  # noqa: E402
+
+# (what, query): seed_scale's texts — a word in about half the documents, one in all, one in none — alone
+# and with a tool filter that keeps none of the first one's rollouts; "RUN" is the biggest run.
+QUERIES = [
+    ("chart", "q=FileNotFoundError&run=RUN"),
+    ("chart", "q=injection&run=RUN"),
+    ("chart", "q=FileNotFoundError&tool=run_code&run=RUN"),
+    ("chart", "q=zebra&run=RUN"),
+    ("page", "q=FileNotFoundError&tool=run_code&run=RUN"),
+    ("page", "q=FileNotFoundError&tool=run_code"),
+    ("page", "q=FileNotFoundError"),
+    ("page", "q=injection&run=RUN"),
+    ("page", "q=zebra"),
+]
+
+
+def _load(name: str, source: str) -> ModuleType:
+    path = Path(tempfile.mkdtemp()) / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def selectors_at(rev: str) -> ModuleType:
+    """search/selectors.py of `rev`, reading search/sql.py of `rev`."""
+    def show(path: str) -> str:
+        return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True, capture_output=True,
+                              text=True).stdout
+    _load("rev_sql", show("deeprepo_web/search/sql.py"))
+    return _load("rev_selectors", show("deeprepo_web/search/selectors.py").replace(
+        "from deeprepo_web.search import sql as S", "import rev_sql as S"))
+
+
+def timed(module: Any, project: Project, kind: str, params: dict[str, str]) -> tuple[float, Any]:
+    spec = spec_parse(params)
+    scope = module.search_scope(project=project, spec=spec)
+    cache.clear()
+    t0 = time.monotonic()
+    try:
+        if kind == "chart":
+            counts = module.search_counts(scope=scope, spec=spec)
+            found: Any = sum(hits for steps in counts.values() for hits, _ in steps.values())
+        else:
+            results, _ = module.search_page(scope=scope, spec=spec)
+            found = len(results)
+    except module.SearchFailed:
+        found = "failed"
+    return round((time.monotonic() - t0) * 1000, 1), found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--project", default="scale")
+    parser.add_argument("--against", help="a git revision whose selectors run beside this checkout's")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    project = Project.objects.get(slug=args.project)
+    run = Run.objects.filter(project=project).annotate(n=Count("rollouts")).order_by("-n").first()
+    assert run is not None, "no run in the project"
+    variants = {"this": selectors}
+    if args.against:
+        variants = {args.against: selectors_at(args.against), "this": selectors}
+    figures: dict[str, Any] = {"run_rollouts": run.n, "queries": {}}  # type: ignore[attr-defined]
+    for kind, query in QUERIES:
+        params = dict(part.split("=", 1) for part in query.replace("RUN", run.public_id).split("&"))
+        times: dict[str, list[Any]] = {name: [] for name in variants}
+        for _ in range(args.rounds):
+            for name, module in variants.items():
+                times[name].append(timed(module, project, kind, params))
+        figures["queries"][f"{kind} {query}"] = times
+        print(kind, query, times, file=sys.stderr, flush=True)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
