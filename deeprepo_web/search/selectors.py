@@ -124,10 +124,10 @@ def search_scope(*, project: Project, spec: SearchSpec) -> Scope:
 
 
 # A run past this many rollouts has its matching documents found by the text's index alone, not by the
-# run's documents: the planner reads the run's documents and computes each one's tsvector (~70 us) when
+# run's documents: the planner reads the run's documents and computes each one's tsvector (~70 µs) when
 # the text is in most of them, and cannot be told that the words index would spare that (it costs the
-# recheck either way). 20,000 rollouts cost that way ~1.4 s at most; a run of 300,000 took over 20 s for
-# a word in each of its documents, against 0.7 s through the index (docs/scale.md).
+# recheck either way). 20,000 rollouts cost that way ~1.4 s at most; the chart of a run of 300,000 took
+# over 20 s for a word in each of its documents, 1.5-2.1 s through the index (docs/scale.md).
 BIG_RUN = 20_000
 
 
@@ -269,15 +269,17 @@ def _walk_corrected(spec: SearchSpec, walk: bool) -> None:
 
 @contextmanager
 def _bitmaps_only(cur: Any) -> Iterator[None]:
-    """For a statement that collects every document matching a text (the index way): no plain index scans.
-    The planner costs a tsvector computed from a body at a fraction of what it takes (~70 us for a
-    seed_scale document), so for a common word in a big run it read the run's documents through search_doc_run
-    and computed each one's tsvector: over 20 s for a run of 300,000 rollouts. Bitmap scans only leave it the
-    BitmapAnd of the words index and the run's documents, which computes none: 0.8 s (docs/scale.md)."""
+    """For a statement that collects every document matching a text (the index way): no plain index scans
+    and no sequential scans. The planner costs a tsvector computed from a body at a fraction of what it
+    takes (~70 µs for a seed_scale document), and the words index's recheck as computing them all anyway,
+    so for a common word in a big run it read the run's (or every) document and computed each one's
+    tsvector: over 20 s for a run of 300,000 rollouts. Bitmap scans only leave it the text's index (with a
+    small run's, a BitmapAnd), whose exact bitmaps compute none: ~1 s (docs/scale.md)."""
     cur.execute("SET LOCAL enable_indexscan = off")
     cur.execute("SET LOCAL enable_seqscan = off")
     yield
     # Inside a caller's transaction (a savepoint here) SET LOCAL would outlive the statement: put them back.
+    # An error rolls the savepoint back, and the settings with it.
     cur.execute("SET LOCAL enable_indexscan TO DEFAULT")
     cur.execute("SET LOCAL enable_seqscan TO DEFAULT")
 
