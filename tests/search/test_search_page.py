@@ -74,6 +74,10 @@ def test_counts_partial_shows_each_run(client, team, corpus):
     assert "step 0: 1 of 1 rollouts (100%)" in html
     html = client.get(reverse("search_counts", args=["demo"]) + "?q=flaky+scheduler").content.decode()
     assert corpus.other_run.public_id not in html  # no match there: no row
+    html = client.get(reverse("search_counts", args=["demo"]) + "?q=zebra").content.decode()
+    assert "No matches in any run." in html
+    html = client.get(reverse("search_counts", args=["demo"]) + f"?q=zebra&run={corpus.run.public_id}").content.decode()
+    assert "No rollout of this run matches." in html  # not "any run": one was chosen
 
 
 def test_run_search_redirects_with_the_run(client, team, corpus):
