@@ -139,7 +139,10 @@ def runs_in_time_order(runs: Sequence[Run]) -> list[int]:
 
 
 def runs_use_tool(runs: Sequence[Run], tool: str) -> bool:
-    return Rollout.objects.filter(run__in=runs, metrics__behaviour__tool_calls__has_key=tool).exists()
+    """Whether any rollout of these runs called `tool`: the rollout rows' `tools` (their GIN index). Asked of
+    the behaviour counts, a tool nobody called read every rollout of the runs: 94 ms for two runs of 300,000
+    on every compare page (docs/scale.md)."""
+    return Rollout.objects.filter(run__in=runs, tools__contains=[tool]).exists()
 
 
 

@@ -37,6 +37,26 @@ def test_behaviour_stored_at_ingest(team: Any) -> None:
     assert beh["sub_tokens"] == {"minimax-m2.5": [300, 30, 0.5, 1]}
 
 
+def test_whether_runs_delegate_is_asked_of_the_rollouts_indexed_tool_names(team: Any) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from deeprepo_web.compare.options import runs_use_tool
+
+    runs = [run_create(project=team.project, name=f"r{i}", kind="eval")[0] for i in range(2)]
+    rollouts_ingest(run=runs[0], rollouts=[{"example_key": "a", "reward": 1.0, "turns": [
+        {"role": "assistant", "tool_calls": [{"name": "read_file"}]}]}])
+    rollouts_ingest(run=runs[1], rollouts=[{"example_key": "a", "reward": 0.0, "turns": [
+        {"role": "assistant", "tool_calls": [{"name": "llm_batch", "sub_calls": [{"name": "llm_query"}]}]}]}])
+    with CaptureQueriesContext(connection) as queries:
+        assert runs_use_tool(runs, "llm_batch") is True
+        assert runs_use_tool(runs[:1], "llm_batch") is False
+        assert runs_use_tool(runs[:1], "read_file") is True
+    # The rows' tool names and their GIN index, not a read of every rollout's behaviour counts (docs/scale.md).
+    assert all('"runs_rollout"."tools" @>' in q["sql"] and "behaviour" not in q["sql"]
+               for q in queries.captured_queries)
+
+
 def test_checkpoint_flips(team: Any) -> None:
     s = seed_002(team.project)
     prog = checkpoints.progression(run=s["train"], threshold=0.95)
