@@ -81,8 +81,8 @@ def matched_sql(spec: SearchSpec, *, run_ids: list[int], doc_runs: str = "index"
     body, >20 s for a common word at 1,000 runs), "" not at all (the caller joins runs_rollout).
 
     `d.src || ''`, `d.obj + 0`: a source and an example no index holds, so the documents come from the
-    text's index (with the run's, a BitmapAnd). Read by source through the primary key, each document's tsvector was computed when the
-    planner took the text for a common one (selectors._bitmaps_only)."""
+    text's index (with the run's, a BitmapAnd). Read by source through the primary key, each document's
+    tsvector was computed when the planner took the text for a common one (selectors._bitmaps_only)."""
     match, params = doc_match(spec)
     parts: list[str] = []
     out: list[Any] = []
