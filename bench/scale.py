@@ -67,6 +67,8 @@ def _page_set(url: str) -> dict[str, tuple[str, dict[str, str] | None]]:
     every = pages.pages(t)
     keep = ("explorer", "run_page", "grpo_health", "rollouts_list", "trajectory")
     out = {k: every[k] for k in keep if k in every}
+    if "rollouts_list" in out:  # best first: the sort a user clicks, read from its own index (runs 0016)
+        out["rollouts_by_reward"] = (out["rollouts_list"][0] + "?sort=-reward", None)
     s = f"/p/{PROJECT}/search/"
     out["search_word"] = (f"{s}?q=injection", None)
     out["search_word_rare"] = (f"{s}?q=quota+exceeded", None)
