@@ -13,6 +13,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from django.core.cache import cache
@@ -64,15 +65,11 @@ class Scope:
     label_id: int | None
     empty: bool = False  # a filter named something that does not exist: nothing can match
     _runs: dict[int, Run] = field(default_factory=dict, repr=False)
-    _big: bool | None = field(default=None, repr=False)
 
+    @cached_property
     def one_small_run(self) -> bool:
-        """Whether the scope is one run of fewer than BIG_RUN rollouts (asked once, an index-only count)."""
-        if len(self.run_ids) != 1:
-            return False
-        if self._big is None:
-            self._big = Rollout.objects.filter(run_id=self.run_ids[0])[:BIG_RUN].count() >= BIG_RUN
-        return not self._big
+        """Whether the scope is one run of fewer than BIG_RUN rollouts (an index-only count, once)."""
+        return len(self.run_ids) == 1 and Rollout.objects.filter(run_id=self.run_ids[0])[:BIG_RUN].count() < BIG_RUN
 
     def runs_for(self, ids: Iterable[int]) -> dict[int, Run]:
         """These runs of the scope (loaded once), by id."""
@@ -131,6 +128,12 @@ def search_scope(*, project: Project, spec: SearchSpec) -> Scope:
 BIG_RUN = 20_000
 
 
+def _index_way(spec: SearchSpec, walk: bool) -> bool:
+    """Whether the statement for `spec` collects every matching document first (not the walk, nor a search
+    by filters alone): the one `_run(..., bitmaps=True)` is for."""
+    return bool(spec.q) and not walk
+
+
 def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: bool = False,
                  beyond: int | None = None, backward: bool = False) -> S.Sql:
     """(rollout_id) of every matching rollout, newest first: its document (or its example's prompt)
@@ -142,7 +145,7 @@ def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: 
     # The index way starts from the matching documents: a run's id range bounds nothing there, and its two
     # probes would be sequential scans without plain index scans (_bitmaps_only).
     where, params = S.rollout_filters(spec, run_ids=scope.run_ids, label_id=scope.label_id,
-                                      id_range=walk or not spec.q)
+                                      id_range=not _index_way(spec, walk))
     if beyond is not None:  # a cursor: the rollouts older (or, going back, newer) than its id
         where, params = f"{where} AND r.id {'>' if backward else '<'} %s", [*params, beyond]
     way = "ASC" if backward else "DESC"
@@ -157,12 +160,12 @@ def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: 
         # The runs are all that keeps a rollout: tested on the matching documents themselves, with no probe
         # of runs_rollout per hit (~150 of 265 ms for a text in 16,000 rollouts at 10^7, docs/scale.md).
         hits, hit_params = S.matched_sql(spec, run_ids=scope.run_ids,
-                                         doc_runs="index" if scope.one_small_run() else "filter")
+                                         doc_runs="index" if scope.one_small_run else "filter")
         bound, bound_params = ("", []) if beyond is None else (f" WHERE x.id {'>' if backward else '<'} %s", [beyond])
         order = f" ORDER BY x.id {way}" if ordered else ""
         return f"SELECT DISTINCT x.id FROM ({hits}) x(id){bound}{order}", hit_params + bound_params
     # Filters on the rollout read runs_rollout for each hit anyway, and keep its runs there too.
-    hits, hit_params = S.matched_sql(spec, run_ids=scope.run_ids, doc_runs="index" if scope.one_small_run() else "")
+    hits, hit_params = S.matched_sql(spec, run_ids=scope.run_ids, doc_runs="index" if scope.one_small_run else "")
     return f"SELECT r.id FROM runs_rollout r WHERE r.id IN ({hits}) AND {where}{order}", hit_params + params
 
 
@@ -275,21 +278,19 @@ def _bitmaps_only(cur: Any) -> Iterator[None]:
     so for a common word in a big run it read the run's (or every) document and computed each one's
     tsvector: over 20 s for a run of 300,000 rollouts. Bitmap scans only leave it the text's index (with a
     small run's, a BitmapAnd), whose exact bitmaps compute none: ~1 s (docs/scale.md)."""
-    cur.execute("SET LOCAL enable_indexscan = off")
-    cur.execute("SET LOCAL enable_seqscan = off")
+    cur.execute("SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off")
     yield
     # Inside a caller's transaction (a savepoint here) SET LOCAL would outlive the statement: put them back.
     # An error rolls the savepoint back, and the settings with it.
-    cur.execute("SET LOCAL enable_indexscan TO DEFAULT")
-    cur.execute("SET LOCAL enable_seqscan TO DEFAULT")
+    cur.execute("SET LOCAL enable_indexscan TO DEFAULT; SET LOCAL enable_seqscan TO DEFAULT")
 
 
 def _query(alias: str, sql: str, params: list[Any], timeout_ms: int, bitmaps: bool) -> list[tuple[Any, ...]]:
     with transaction.atomic(using=alias), connections[alias].cursor() as cur:
-        cur.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
-        # Parallel workers cost more to start than these bounded queries take (2 busy cores).
-        cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-        cur.execute(f"SET LOCAL work_mem = '{BITMAP_MEMORY}'")
+        # One round trip for the settings (a SET each cost ~90 us of a ~500 us statement). Parallel workers
+        # cost more to start than these bounded queries take (2 busy cores).
+        cur.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}; SET LOCAL max_parallel_workers_per_gather = 0; "
+                    f"SET LOCAL work_mem = '{BITMAP_MEMORY}'")
         with _bitmaps_only(cur) if bitmaps else nullcontext():
             cur.execute(sql, params)
             return list(cur.fetchall())
@@ -333,14 +334,15 @@ def _page_rows(scope: Scope, spec: SearchSpec, window: list[int], beyond: int | 
     sql, params = _matches_sql(scope, spec, walk=walk, beyond=beyond, backward=backward)
     try:
         return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], GUESS_MS if spec.q else PAGE_TIMEOUT_MS,
-                    bitmaps=bool(spec.q) and not walk)
+                    bitmaps=_index_way(spec, walk))
     except SearchFailed as exc:
         if not spec.q or not exc.timed_out:
             raise
     # The count's guess was wrong (or the page is deep): the other way gets the rest of the time.
     sql, params = _matches_sql(scope, spec, walk=not walk, beyond=beyond, backward=backward)
     try:
-        rows = _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], PAGE_TIMEOUT_MS, bitmaps=walk)
+        rows = _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], PAGE_TIMEOUT_MS,
+                    bitmaps=_index_way(spec, not walk))
     except SearchFailed as exc:
         if walk and exc.timed_out and S.rollout_conditions(spec, label_id=scope.label_id)[0]:
             raise _filtered_out(spec) from exc
@@ -501,7 +503,7 @@ def search_counts(*, scope: Scope, spec: SearchSpec,
         sql, params = _matches_sql(scope, spec, ordered=False, walk=walk)
         matched = _run(f"SELECT r.run_id, r.step, count(*) FROM ({sql}) x(id) "
                        "JOIN runs_rollout r ON r.id = x.id GROUP BY 1, 2", params, COUNTS_TIMEOUT_MS,
-                       bitmaps=bool(spec.q) and not walk)
+                       bitmaps=_index_way(spec, walk))
         run_ids = scope.run_ids if top is None else _most_matched(matched, top)
         if not run_ids:
             return {}
@@ -533,11 +535,11 @@ def search_rollout_ids(*, scope: Scope, spec: SearchSpec, limit: int | None = No
     """Every matching rollout id, newest first, streamed through a server-side cursor."""
     if scope.empty or not spec.narrowed:
         return
-    sql, params = _matches_sql(scope, spec)
+    sql, params = _matches_sql(scope, spec, walk=False)
     if limit is not None:
         sql, params = f"{sql} LIMIT %s", [*params, limit]
     with transaction.atomic(), connections["default"].cursor() as settings, \
-            _bitmaps_only(settings) if spec.q else nullcontext(), streaming_cursor() as cur:
+            _bitmaps_only(settings) if _index_way(spec, walk=False) else nullcontext(), streaming_cursor() as cur:
         cur.execute(f"SELECT x.id FROM ({sql}) x(id)", params)
         while rows := cur.fetchmany(2000):
             yield from (row[0] for row in rows)

@@ -19,13 +19,18 @@ def _counted(queries: CaptureQueriesContext) -> list[str]:
     return [q["sql"] for q in queries.captured_queries if "SELECT count(*) FROM (SELECT 1 FROM search_doc" in q["sql"]]
 
 
-def test_a_text_the_planner_calls_common_is_walked_without_counting_its_hits(team, corpus, monkeypatch):
-    monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 100)
-    with connection.cursor() as cur:  # 400 bodies with one word, and statistics that know it
+def _common_word_in_the_run(corpus, n: int) -> None:
+    """`n` documents of the corpus's run, each holding "boilerplate", and statistics that know it."""
+    with connection.cursor() as cur:
         cur.execute("INSERT INTO search_doc (src, obj, part, rollout_id, run_id, body) "
                     "SELECT 'rollout', 10000000 + g, 0, 10000000 + g, %s, 'boilerplate ' || g "
-                    "FROM generate_series(1, 400) g", [corpus.run.pk])
+                    "FROM generate_series(1, %s) g", [corpus.run.pk, n])
         cur.execute("ANALYZE search_doc")
+
+
+def test_a_text_the_planner_calls_common_is_walked_without_counting_its_hits(team, corpus, monkeypatch):
+    monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 100)
+    _common_word_in_the_run(corpus, 400)
     with CaptureQueriesContext(connection) as common:
         assert selectors._walk(spec_parse({"q": "boilerplate"})) is True
     assert _counted(common) == []  # the estimate (~400) said enough: the count would have said the same
@@ -36,11 +41,7 @@ def test_a_text_the_planner_calls_common_is_walked_without_counting_its_hits(tea
 
 def test_a_word_the_statistics_do_not_list_is_counted_not_walked(team, corpus, monkeypatch):
     monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 1)
-    with connection.cursor() as cur:  # statistics that list "boilerplate" and not "zebra"
-        cur.execute("INSERT INTO search_doc (src, obj, part, rollout_id, run_id, body) "
-                    "SELECT 'rollout', 10000000 + g, 0, 10000000 + g, %s, 'boilerplate ' || g "
-                    "FROM generate_series(1, 400) g", [corpus.run.pk])
-        cur.execute("ANALYZE search_doc")
+    _common_word_in_the_run(corpus, 400)  # statistics that list "boilerplate" and not "zebra"
     absent = spec_parse({"q": "zebra"})
     assert selectors._estimated_hits(absent) >= selectors.WALK_AFTER_HITS  # the planner's guess says "many"
     with CaptureQueriesContext(connection) as queries:
@@ -223,22 +224,14 @@ def test_words_whose_count_ran_out_of_time_take_the_index_not_the_walk(client, t
     assert [q for q in queries.captured_queries if "CROSS JOIN LATERAL" in q["sql"]]
 
 
-def _common_word_in_the_run(corpus) -> None:
-    with connection.cursor() as cur:  # 2,000 documents of the run, each holding the word, and statistics that know it
-        cur.execute("INSERT INTO search_doc (src, obj, part, rollout_id, run_id, body) "
-                    "SELECT 'rollout', 10000000 + g, 0, 10000000 + g, %s, 'boilerplate ' || g "
-                    "FROM generate_series(1, 2000) g", [corpus.run.pk])
-        cur.execute("ANALYZE search_doc")
-
-
 def test_the_index_way_finds_a_common_word_through_its_index_and_computes_no_tsvector(team, corpus, monkeypatch):
     """At 300,000 rollouts a run, the run's documents read one by one with each one's tsvector computed
     took over 20 s; the words index with exact bitmaps 0.4-0.8 s (docs/scale.md)."""
-    _common_word_in_the_run(corpus)
+    _common_word_in_the_run(corpus, 2000)
     monkeypatch.setattr(selectors, "BIG_RUN", 1)  # the corpus's run counts as a big one
     spec = spec_parse({"q": "boilerplate", "run": corpus.run.public_id})
     scope = search_scope(project=team.project, spec=spec)
-    assert not scope.one_small_run()
+    assert not scope.one_small_run
     sql, params = selectors._matches_sql(scope, spec, ordered=False)
 
     def plan(bitmaps: bool) -> str:
@@ -267,7 +260,7 @@ def test_a_big_run_and_a_small_one_find_and_count_the_same(team, corpus, monkeyp
         found = []
         for s in (spec, filtered):
             scope = search_scope(project=team.project, spec=s)
-            assert scope.one_small_run() is (big_run > 1)
+            assert scope.one_small_run is (big_run > 1)
             results, _ = selectors.search_page(scope=scope, spec=s)
             found.append(([r.rollout.pk for r in results], search_counts(scope=scope, spec=s)))
         answers.append(found)
@@ -278,7 +271,7 @@ def test_a_big_run_and_a_small_one_find_and_count_the_same(team, corpus, monkeyp
 
 
 def test_the_chart_of_a_common_word_in_a_big_run_asks_its_index_with_bitmaps(team, corpus, monkeypatch):
-    _common_word_in_the_run(corpus)
+    _common_word_in_the_run(corpus, 2000)
     monkeypatch.setattr(selectors, "BIG_RUN", 1)
     asked = []
     real_run = selectors._run
