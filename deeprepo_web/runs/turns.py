@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.db.models import Prefetch
+
 from deeprepo_web.runs.models import Rollout, ToolCall, Turn
 
 
@@ -26,7 +28,7 @@ def turns_page(*, rollout: Rollout, start: int = 0, limit: int = 50) -> list[Tur
     return list(
         Turn.objects.filter(rollout=rollout, index__gte=start, index__lt=start + limit)
         .order_by("index")
-        .prefetch_related("tool_calls")
+        .prefetch_related(Prefetch("tool_calls", queryset=ToolCall.objects.filter(rollout=rollout)))
     )
 
 
@@ -42,7 +44,8 @@ def turns_after(*, rollout: Rollout, start: int, limit: int) -> tuple[list[Turn]
     turns = list(Turn.objects.filter(rollout=rollout, index__gte=max(start, 0)).order_by("index")[: limit + 1])
     more = len(turns) > limit
     turns = turns[:limit]
-    calls = list(ToolCall.objects.filter(turn_id__in=[t.pk for t in turns]).order_by("turn_id", "index", "id"))
+    calls = list(ToolCall.objects.filter(rollout=rollout, turn_id__in=[t.pk for t in turns])
+                 .order_by("turn_id", "index", "id"))
     return turns, calls, more
 
 

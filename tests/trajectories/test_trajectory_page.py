@@ -108,6 +108,36 @@ def test_a_2000_turn_rollout_opens_with_one_page_and_bounded_queries(viewer, tea
     assert 'hx-get="{}?from=2000"'.format(_url(run, ids["t2000"], "trajectory_turns")) in chunk  # turn 2000 is the last
 
 
+def test_a_page_of_turns_reads_its_calls_by_the_rollout_index(viewer, team):
+    """runs_toolcall keeps one index, on the rollout (runs 0017): a read of calls that names only their
+    turns would scan the table. Postgres is told to avoid sequential scans; the plan must still use it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from deeprepo_web.runs.models import Rollout
+    from deeprepo_web.runs.services import run_create
+    from deeprepo_web.runs.turns import turns_page
+
+    run, _ = run_create(project=team.project, name="calls-by-rollout")
+    ids = ingest(run, [rollout("long", turns=120, uid="t120"), rollout("other", turns=3, uid="t3")])
+    with CaptureQueriesContext(connection) as ctx:
+        page = viewer.get(_url(run, ids["t120"])).content.decode()
+        viewer.get(_url(run, ids["t120"], "trajectory_turns"), {"from": "50"})
+        turns = turns_page(rollout=Rollout.objects.get(pk=ids["t120"]), start=50, limit=10)
+    assert "audit a.py" in page and [c.name for c in turns[0].tool_calls.all()].count("llm_query") == 2
+    reads = [q["sql"] for q in ctx.captured_queries if 'FROM "runs_toolcall"' in q["sql"]]
+    assert len(reads) == 3
+    with connection.cursor() as cur:
+        cur.execute("SET enable_seqscan = off")
+        try:
+            for sql in reads:
+                cur.execute(f"EXPLAIN {sql}")
+                plan = "\n".join(row[0] for row in cur.fetchall())
+                assert "toolcall_rollout" in plan and "Seq Scan" not in plan, plan
+        finally:
+            cur.execute("RESET enable_seqscan")
+
+
 def test_jumping_to_an_anchor_loads_up_to_it(viewer, team):
     from deeprepo_web.runs.services import run_create
 
