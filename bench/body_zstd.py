@@ -42,7 +42,7 @@ def rollout_bodies(conn: psycopg.Connection[Any], project: str | None, limit: in
     rows = conn.execute(
         "SELECT t.rollout_id, t.content, t.reasoning, "
         "  coalesce((SELECT array_agg(coalesce(c.arguments::text, '') || c.output ORDER BY c.id) "
-        "            FROM runs_toolcall c WHERE c.turn_id = t.id), '{}') "
+        "            FROM runs_toolcall c WHERE c.rollout_id = t.rollout_id AND c.turn_id = t.id), '{}') "
         "FROM runs_turn t WHERE t.rollout_id = ANY(%s) ORDER BY t.rollout_id, t.index", [ids])
     for rid, content, reasoning, calls in rows:
         bodies[rid] += [s.encode() for s in (content, reasoning, *calls) if s]
@@ -57,7 +57,7 @@ def folded_rollouts(conn: psycopg.Connection[Any], ids: list[int]) -> list[list[
     rows = conn.execute(
         "SELECT t.rollout_id, json_agg(json_build_object('turn', to_jsonb(t) - 'id' - 'rollout_id', 'calls', "
         "  (SELECT coalesce(json_agg(to_jsonb(c) - 'id' - 'turn_id' - 'rollout_id' ORDER BY c.id), '[]') "
-        "   FROM runs_toolcall c WHERE c.turn_id = t.id)) ORDER BY t.index)::text "
+        "   FROM runs_toolcall c WHERE c.rollout_id = t.rollout_id AND c.turn_id = t.id)) ORDER BY t.index)::text "
         "FROM runs_turn t WHERE t.rollout_id = ANY(%s) GROUP BY t.rollout_id", [ids])
     found = {rid: [doc.encode()] for rid, doc in rows}
     return [found.get(i, []) for i in ids]
@@ -74,14 +74,13 @@ def postgres_today(conn: psycopg.Connection[Any], ids: list[int]) -> int:
 
 def _rows_size(conn: psycopg.Connection[Any], name: str, turn_columns: str, call_columns: str, ids: list[int]) -> int:
     """Bytes of the sample's turn and tool-call rows copied into fresh tables (no dead space) with the real
-    tables' indexes (runs_turn: pkey, (rollout, index); runs_toolcall: pkey, (turn, index), (rollout, name))."""
+    tables' indexes (runs_turn: pkey, (rollout, index); runs_toolcall: pkey, (rollout) since runs 0017)."""
     turn, call = f"scratch_{name}_turn", f"scratch_{name}_call"
     conn.execute(f"DROP TABLE IF EXISTS {turn}, {call}")
     conn.execute(f"CREATE TABLE {turn} AS SELECT {turn_columns} FROM runs_turn WHERE rollout_id = ANY(%s)", [ids])
     conn.execute(f"CREATE TABLE {call} AS SELECT {call_columns} FROM runs_toolcall WHERE rollout_id = ANY(%s)", [ids])
     for sql in (f"ALTER TABLE {turn} ADD PRIMARY KEY (id)", f"CREATE UNIQUE INDEX ON {turn} (rollout_id, index)",
-                f"ALTER TABLE {call} ADD PRIMARY KEY (id)", f"CREATE INDEX ON {call} (turn_id, index)",
-                f"CREATE INDEX ON {call} (rollout_id, name)"):
+                f"ALTER TABLE {call} ADD PRIMARY KEY (id)", f"CREATE INDEX ON {call} (rollout_id)"):
         conn.execute(sql)
     size = sum(conn.execute("SELECT pg_total_relation_size(%s::regclass)", [t]).fetchone()[0] for t in (turn, call))
     conn.execute(f"DROP TABLE {turn}, {call}")

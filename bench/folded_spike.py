@@ -162,7 +162,8 @@ def main() -> None:
     for rid, did in zip(row_ids, doc_ids, strict=False):
         t0 = time.perf_counter()
         turns = list(Turn.objects.filter(rollout_id=rid, index__gte=0).order_by("index")[:51])
-        calls = list(ToolCall.objects.filter(turn_id__in=[t.pk for t in turns]).order_by("turn_id", "index", "id"))
+        calls = list(ToolCall.objects.filter(rollout_id=rid, turn_id__in=[t.pk for t in turns])
+                     .order_by("turn_id", "index", "id"))
         assert turns and calls
         reads["rows"].append((time.perf_counter() - t0) * 1e3)
         t0 = time.perf_counter()
