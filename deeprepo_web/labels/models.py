@@ -33,8 +33,9 @@ class MarkStatus(models.TextChoices):
 class Mark(models.Model):
     """A label on a rollout, or on one turn of it (turn_index), with a note, by whom and when."""
 
-    label = models.ForeignKey(Label, on_delete=models.CASCADE, related_name="marks")
-    rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="marks")
+    # Their reads go through mark_unique (label first) and mark_rollout_label (rollout first).
+    label = models.ForeignKey(Label, on_delete=models.CASCADE, related_name="marks", db_index=False)
+    rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="marks", db_index=False)
     # The rollout's run: run_delete removes rollouts by SQL, then the run through the ORM, whose
     # cascade reaches marks only through this.
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="marks", db_index=False)

@@ -158,7 +158,8 @@ class MetricRollup(models.Model):
 class Example(models.Model):
     """A task's stable identity across runs and checkpoints: (project, environment, key)."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="examples")
+    # example_unique leads with the project: it serves reads by project too.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="examples", db_index=False)
     environment = models.CharField(max_length=500, blank=True, default="")
     key = models.TextField()
     # Keys can be long (a prompt hash, or 10 KB of text): uniqueness goes through their sha256.
@@ -306,7 +307,7 @@ class BlobRef(models.Model):
 
     pk = models.CompositePrimaryKey("sha", "run_id")
     sha = models.CharField(max_length=64)
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="blob_refs")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="blob_refs", db_index=False)  # blobref_run
 
     class Meta:
         indexes = [models.Index(fields=["run"], name="blobref_run")]

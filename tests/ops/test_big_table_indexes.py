@@ -1,0 +1,47 @@
+"""The tables that grow with every rollout and metric point carry no index another of their indexes
+already gives: a btree whose columns begin another's serves the same reads, and costs bytes and a write
+per row (runs 0017 and labels 0002 dropped five; docs/scale.md, "Fewer index bytes")."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+GROWING = ("runs_rollout", "runs_turn", "runs_toolcall", "runs_metric", "runs_metricrollup", "runs_example",
+           "runs_blobref", "labels_mark", "search_doc")
+
+
+def _btrees(table: str) -> dict[str, tuple[list[str], bool]]:
+    """{index: (its columns with their sort options, unique)} for the table's plain btree indexes (no
+    expression, no predicate: those answer other questions)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT c.relname, i.indisunique, ARRAY(SELECT a.attname || ':' || o.opt "
+            "  FROM unnest(i.indkey::int2[], i.indoption::int2[]) WITH ORDINALITY AS o(attnum, opt, k) "
+            "  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = o.attnum ORDER BY o.k) "
+            "FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam "
+            "WHERE i.indrelid = %s::regclass AND am.amname = 'btree' AND i.indexprs IS NULL AND i.indpred IS NULL",
+            [table])
+        return {name: (list(columns), unique) for name, unique, columns in cur.fetchall()}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("table", GROWING)
+def test_no_index_repeats_the_leading_columns_of_another(table: str) -> None:
+    indexes = _btrees(table)
+    assert indexes, f"{table} has no btree index: the query above lost its way"
+    repeated = [(name, other) for name, (columns, unique) in indexes.items() if not unique
+                for other, (longer, _) in indexes.items()
+                if other != name and longer[: len(columns)] == columns]
+    assert repeated == [], f"{table}: an index whose columns begin another's (drop it, or say why it stays)"
+
+
+@pytest.mark.django_db
+def test_the_check_finds_a_repeated_index() -> None:
+    """The test above can fail: an index on the calls' rollout beside theirs is found."""
+    with connection.cursor() as cur:
+        cur.execute("CREATE INDEX test_toolcall_rollout_again ON runs_toolcall (rollout_id)")
+    columns = _btrees("runs_toolcall")
+    assert columns["test_toolcall_rollout_again"] == columns["toolcall_rollout"]
+    with pytest.raises(AssertionError, match="begin another's"):
+        test_no_index_repeats_the_leading_columns_of_another("runs_toolcall")
