@@ -6,6 +6,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import F
+from django.db.models.expressions import CombinedExpression
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
@@ -175,6 +177,12 @@ class Example(models.Model):
         ]
 
 
+def total_tokens() -> CombinedExpression:
+    """A rollout's input + output tokens, a missing count as 0: the rollouts list's tokens column and
+    order. One definition, as the index that serves the order must match it exactly."""
+    return Coalesce("input_tokens", 0) + Coalesce("output_tokens", 0)
+
+
 class Rollout(models.Model):
     # No single-column FK indexes: the composite indexes below lead with run and with example.
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rollouts", db_index=False)
@@ -212,6 +220,10 @@ class Rollout(models.Model):
             # order, not sorted whole. A run of 300,000 rollouts sorted its rows per page, 264 ms (docs/scale.md).
             models.Index(fields=["run", "reward", "id"], name="rollout_run_reward_id"),
             models.Index(F("run"), F("reward").desc(nulls_last=True), F("id").desc(), name="rollout_run_reward_desc"),
+            # Sorted by turns or by tokens, either way (read backwards for the other): the same, a run of
+            # 300,000 rollouts took ~200 ms a page. The tokens' expression is the list's (`total_tokens`).
+            models.Index(fields=["run", "num_turns", "id"], name="rollout_run_turns"),
+            models.Index(F("run"), total_tokens(), F("id"), name="rollout_run_tokens"),
             models.Index(fields=["example", "run"], name="rollout_example_run"),
             # A run's rollouts in logging order (the rollouts list's default): without it Postgres
             # walked the primary key from the first rollout of every run, 16 ms at 100k rollouts.

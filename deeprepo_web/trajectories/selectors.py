@@ -6,12 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Avg, Count, F, Q
-from django.db.models.functions import Coalesce
 
 from deeprepo_web.analysis.grpo import DeadRule, GroupStats, group_stats
 from deeprepo_web.front.paging import KeysetPage, SortKey, id_key, keyset_page, list_after, offset_page
 from deeprepo_web.replica.router import read_cursor
-from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn
+from deeprepo_web.runs.models import Example, Rollout, Run, ToolCall, Turn, total_tokens
 from deeprepo_web.runs.selectors import reward_bounds
 from deeprepo_web.runs.turns import turns_after
 
@@ -96,7 +95,7 @@ def rollout_page(
         order = "id"
     keys = ROLLOUT_ORDERS[order]
     if keys[0].field == "total_tokens":
-        qs = qs.annotate(total_tokens=Coalesce("input_tokens", 0) + Coalesce("output_tokens", 0))
+        qs = qs.annotate(total_tokens=total_tokens())
     qs = qs.select_related("example").defer("final_answer", "example__prompt", "example__oracle", "example__info")
     if page is not None and page > 1 and not cursor:
         return offset_page(qs, keys=keys, order=order, offset=(page - 1) * per_page, per_page=per_page)
