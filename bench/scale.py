@@ -67,8 +67,10 @@ def _page_set(url: str) -> dict[str, tuple[str, dict[str, str] | None]]:
     every = pages.pages(t)
     keep = ("explorer", "run_page", "grpo_health", "rollouts_list", "trajectory")
     out = {k: every[k] for k in keep if k in every}
-    if "rollouts_list" in out:  # best first: the sort a user clicks, read from its own index (runs 0016)
+    if "rollouts_list" in out:  # the sorts a user clicks, each read from its own index (runs 0016, 0018)
         out["rollouts_by_reward"] = (out["rollouts_list"][0] + "?sort=-reward", None)
+        out["rollouts_by_turns"] = (out["rollouts_list"][0] + "?sort=-turns", None)
+        out["rollouts_by_tokens"] = (out["rollouts_list"][0] + "?sort=-tokens", None)
     s = f"/p/{PROJECT}/search/"
     out["search_word"] = (f"{s}?q=injection", None)
     out["search_word_rare"] = (f"{s}?q=quota+exceeded", None)
