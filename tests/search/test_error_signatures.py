@@ -35,6 +35,35 @@ def test_signatures_group_what_differs_only_by_numbers_paths_and_ids(team):
     assert (final.kind, final.count) == ("final", 4)
 
 
+def test_past_the_top_signatures_each_keeps_its_own_steps_and_examples(team):
+    """More signatures than the page shows (TOP): the first TOP by count, then text, each with its own
+    per-step counts and its 3 newest rollouts at the turn of their first such error, as the records say."""
+    from deeprepo_web.runs.services import run_create
+    from deeprepo_web.search.signatures import TOP
+
+    run, _ = run_create(project=team.project, name="many-errs")
+    records, expected = [], {}
+    for k in range(TOP + 10):
+        text = f"ValueError: code {chr(97 + k // 26)}{chr(97 + k % 26)}"
+        n = 1 + k % 4
+        for j in range(n):
+            calls = [_call_error(text)]
+            turns = [{"role": "user", "content": "go"}, _turn("a", calls=calls)]
+            if j == 0:  # the same error again later in the rollout: counted twice, its example at the first
+                turns.append(_turn("b", calls=[_call_error(text)]))
+            records.append(rec(f"ex-{k}", uid=f"s{k}-{j}", step=j * 2, turns=turns))
+        expected[text] = (n + 1, n, {j * 2: 2 if j == 0 else 1 for j in range(n)},
+                          [f"s{k}-{j}" for j in reversed(range(n))][:3])
+    ids = _ingest(run, records)
+    sigs, _ = error_signatures(run=run)
+    order = sorted(expected, key=lambda t: (-expected[t][0], t.encode()))[:TOP]
+    assert [s.text for s in sigs] == order
+    for sig in sigs:
+        count, rollouts, per_step, newest = expected[sig.text]
+        assert (sig.count, sig.rollouts, sig.per_step) == (count, rollouts, per_step), sig.text
+        assert sig.examples == [(ids[uid], 1) for uid in newest], sig.text
+
+
 def test_errors_page_escapes_and_links(client, team, corpus):
     client.force_login(team.viewer)
     html = client.get(reverse("run_errors", args=["demo", corpus.run.public_id])).content.decode()
