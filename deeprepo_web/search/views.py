@@ -27,7 +27,7 @@ from deeprepo_web.labels.services import LabelError, marks_bulk_create
 from deeprepo_web.runs.access import run_for_user
 from deeprepo_web.runs.models import Run
 from deeprepo_web.search import exports, selectors
-from deeprepo_web.search.chart import HEIGHT, MAX_BARS, MAX_RUNS, WIDTH, chart_rows
+from deeprepo_web.search.chart import MAX_BARS, MAX_RUNS, chart_rows
 from deeprepo_web.search.indexer import LAG_COUNTED, search_index_lag
 from deeprepo_web.search.selectors import (
     SearchFailed,
@@ -115,7 +115,7 @@ def counts(request: HttpRequest, slug: str) -> HttpResponse:
     except SearchFailed as exc:
         failed = str(exc)
     ctx = {"project": project, "rows": rows, "failed": failed, "too_common": too_common, "spec": spec,
-           "width": WIDTH, "height": HEIGHT, "query": urlencode(spec.params()), "many": f"{selectors.WALK_AFTER_HITS:,}"}
+           "query": urlencode(spec.params()), "many": f"{selectors.WALK_AFTER_HITS:,}"}
     return render(request, "search/search.html#counts", ctx)
 
 
@@ -181,4 +181,4 @@ def run_errors(request: HttpRequest, slug: str, run_id: str) -> HttpResponse:
     run = run_for_user(request.user, run_id, slug=slug)
     sigs, span = error_signatures(run=run)
     return render(request, "search/errors.html", {"project": run.project, "run": run, "sigs": sigs, "span": span,
-                                                  "width": WIDTH, "height": HEIGHT, "max_bars": MAX_BARS})
+                                                  "max_bars": MAX_BARS})
