@@ -71,7 +71,9 @@ def error_line(output: Any) -> str:
 # none nested, so Python's `re` runs each in linear time.
 _SIGNATURE_STEPS = (
     (re.compile(r"[0-9a-f]{8}-[0-9a-f-]{27,}|0x[0-9a-f]+|\b[0-9a-f]{12,}\b", re.IGNORECASE), "<id>"),
-    (re.compile(r"(?:\.{0,2}/|\b[a-zA-Z]:\\)[^\s:'\",)]*"), "<path>"),
+    # A path: from the start of its first segment (`tmp/x`, `./x`, `/x`; a match starts only where no
+    # segment character precedes, so a long word is tried once), or a drive (`C:\\x`).
+    (re.compile(r"(?<![\w.-])[\w.-]*/[^\s:'\",)]*|\b[a-zA-Z]:\\[^\s:'\",)]*"), "<path>"),
     (re.compile(r"\"[^\"]*\"|'[^']*'"), "<str>"),
     (re.compile(r"[0-9]+(?:\.[0-9]+)?"), "<n>"),
 )

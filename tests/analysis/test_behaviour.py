@@ -103,6 +103,11 @@ def test_rollout_counts_agrees_with_the_single_counts() -> None:
     ("KeyError: 'user_42' at 0xDEADBEEF in /usr/lib/python3.11/foo.py:12", "KeyError: <str> at <id> in <path>:<n>"),
     ("bad uuid 123e4567-e89b-12d3-a456-426614174000, hash deadbeefcafe1234", "bad uuid <id>, hash <id>"),
     ("C:\\Users\\me\\x.txt not found; ../c.py \"dq\" 3.14", "<path> not found; <path> <str> <n>"),
+    # a relative path from its first segment (runs 0019): the same error at two paths groups together
+    ("FileNotFoundError: tmp/x", "FileNotFoundError: <path>"),
+    ("No such file: src/app/main.py line 3", "No such file: <path> line <n>"),
+    ("tests/test_x.py::test_y FAILED; see ./run.sh", "<path>::test_y FAILED; see <path>"),
+    ("GET https://x.com/a 404", "GET https:<path> <n>"),
     ("x\r\nKeyError: 'k'\r\n\n  ", "KeyError: <str>"),
     ("   ", ""),
     ("Z" * 400, "Z" * 300),

@@ -17,13 +17,15 @@ from deeprepo_web.analysis.behaviour import error_signature
 WINDOW = 50_000
 
 
-def fill(apps, schema_editor):
+def fill(apps, schema_editor, only: str = ""):
+    """`only`: a further condition on the rollouts to fill (runs 0019 fills again those a change of the
+    signature can touch)."""
     with schema_editor.connection.cursor() as cur:
         cur.execute("SELECT coalesce(max(id), 0) FROM runs_rollout")
         last = cur.fetchone()[0]
         for start in range(0, last, WINDOW):
             cur.execute("SELECT id, tool_errors, error FROM runs_rollout WHERE id > %s AND id <= %s "
-                        "AND (tool_errors <> '[]' OR error <> '')", [start, start + WINDOW])
+                        f"AND (tool_errors <> '[]' OR error <> '') {only}", [start, start + WINDOW])
             ids, errors, sigs = [], [], []
             for rid, tool_errors, error in cur.fetchall():
                 if isinstance(tool_errors, str):
