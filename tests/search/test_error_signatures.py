@@ -47,8 +47,7 @@ def test_past_the_top_signatures_each_keeps_its_own_steps_and_examples(team):
         text = f"ValueError: code {chr(97 + k // 26)}{chr(97 + k % 26)}"
         n = 1 + k % 4
         for j in range(n):
-            calls = [_call_error(text)]
-            turns = [{"role": "user", "content": "go"}, _turn("a", calls=calls)]
+            turns = [{"role": "user", "content": "go"}, _turn("a", calls=[_call_error(text)])]
             if j == 0:  # the same error again later in the rollout: counted twice, its example at the first
                 turns.append(_turn("b", calls=[_call_error(text)]))
             records.append(rec(f"ex-{k}", uid=f"s{k}-{j}", step=j * 2, turns=turns))

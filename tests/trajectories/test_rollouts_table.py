@@ -164,6 +164,7 @@ def test_a_run_sorted_by_a_column_is_read_in_that_order_not_sorted(viewer, url, 
     from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
     from tests.factories import rollout
     from tests.pager import pager_link
+    from tests.plans import plan
 
     rollouts_ingest(run=loaded.run, rollouts=[
         rollout(f"bulk-{i}", step=5, uid=f"b{i}", turns=0, num_turns=i % 4, reward=None if i % 7 == 0 else (i % 5) / 4,
@@ -177,11 +178,6 @@ def test_a_run_sorted_by_a_column_is_read_in_that_order_not_sorted(viewer, url, 
         listed = [q["sql"] for q in ctx.captured_queries if 'FROM "runs_rollout"' in q["sql"] and column in q["sql"]]
         assert len(listed) == 1
         page = pager_link(html, "next")
-        with connection.cursor() as cur:
-            cur.execute("SET LOCAL enable_seqscan = off")
-            cur.execute("SET LOCAL enable_sort = off")
-            cur.execute("SET LOCAL enable_incremental_sort = off")
-            cur.execute(f"EXPLAIN {listed[0]}")
-            plans.append("\n".join(row[0] for row in cur.fetchall()))
-    for plan in plans:
-        assert index in plan and "Sort" not in plan, plan
+        plans.append(plan(listed[0], off=("seqscan", "sort", "incremental_sort")))
+    for explained in plans:
+        assert index in explained and "Sort" not in explained, explained

@@ -117,6 +117,7 @@ def test_a_page_of_turns_reads_its_calls_by_the_rollout_index(viewer, team):
     from deeprepo_web.runs.models import Rollout
     from deeprepo_web.runs.services import run_create
     from deeprepo_web.runs.turns import turns_page
+    from tests.plans import plan
 
     run, _ = run_create(project=team.project, name="calls-by-rollout")
     ids = ingest(run, [rollout("long", turns=120, uid="t120"), rollout("other", turns=3, uid="t3")])
@@ -127,15 +128,9 @@ def test_a_page_of_turns_reads_its_calls_by_the_rollout_index(viewer, team):
     assert "audit a.py" in page and [c.name for c in turns[0].tool_calls.all()].count("llm_query") == 2
     reads = [q["sql"] for q in ctx.captured_queries if 'FROM "runs_toolcall"' in q["sql"]]
     assert len(reads) == 3
-    with connection.cursor() as cur:
-        cur.execute("SET enable_seqscan = off")
-        try:
-            for sql in reads:
-                cur.execute(f"EXPLAIN {sql}")
-                plan = "\n".join(row[0] for row in cur.fetchall())
-                assert "toolcall_rollout" in plan and "Seq Scan" not in plan, plan
-        finally:
-            cur.execute("RESET enable_seqscan")
+    for sql in reads:
+        explained = plan(sql)
+        assert "toolcall_rollout" in explained and "Seq Scan" not in explained, explained
 
 
 def test_jumping_to_an_anchor_loads_up_to_it(viewer, team):
