@@ -234,13 +234,29 @@ class Rollout(models.Model):
         ]
 
 
-# Turn and ToolCall are the biggest tables (8 turns and ~16 calls per rollout) and are only ever
-# written by the ingest service, inside the transaction that creates their rollout: their foreign
-# keys are not enforced by Postgres (a per-row trigger each, the main cost of a bulk insert).
-# run_delete removes them explicitly.
+class RolloutTurns(models.Model):
+    """A rollout's turns and their tool calls (nested ones too), one JSON document per rollout: a
+    list of turns in order, each with its calls (`runs/turndoc.py` writes it and names its keys).
+
+    One row instead of ~12 (8 turns and their calls, each with two index entries) costs Postgres
+    about half the CPU at ingest, and the document is compressed as one value (lz4) where a turn of
+    150 B never was (docs/scale.md, "Turns as one document"). Written only by the ingest services, in
+    the transaction that creates or rebuilds its rollout; no foreign key is enforced by Postgres (a
+    per-row trigger), run_delete removes them explicitly.
+    """
+
+    rollout = models.OneToOneField(
+        Rollout, on_delete=models.CASCADE, primary_key=True, related_name="+", db_constraint=False
+    )
+    doc = models.JSONField()
+
+
+# Turn and ToolCall are views over RolloutTurns (runs 0020): every reader that asks for a rollout's
+# turns or calls by rollout keeps working, through the ORM or SQL, and Postgres expands only that
+# rollout's document. They are read-only: writes go to the document (runs/turndoc.py).
 class Turn(models.Model):
     rollout = models.ForeignKey(
-        Rollout, on_delete=models.CASCADE, related_name="turns", db_constraint=False, db_index=False
+        Rollout, on_delete=models.DO_NOTHING, related_name="turns", db_constraint=False, db_index=False
     )
     index = models.IntegerField()
     role = models.CharField(max_length=32)
@@ -256,19 +272,19 @@ class Turn(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["rollout", "index"], name="turn_rollout_index_unique")]
+        managed = False
+        db_table = "runs_turn"
 
 
 class ToolCall(models.Model):
-    # Lookups go through the composite indexes below; single-column FK indexes would only slow inserts.
     turn = models.ForeignKey(
-        Turn, on_delete=models.CASCADE, related_name="tool_calls", db_constraint=False, db_index=False
+        Turn, on_delete=models.DO_NOTHING, related_name="tool_calls", db_constraint=False, db_index=False
     )
     rollout = models.ForeignKey(
-        Rollout, on_delete=models.CASCADE, related_name="tool_calls", db_constraint=False, db_index=False
+        Rollout, on_delete=models.DO_NOTHING, related_name="tool_calls", db_constraint=False, db_index=False
     )
     parent = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="sub_calls", db_constraint=False,
+        "self", null=True, blank=True, on_delete=models.DO_NOTHING, related_name="sub_calls", db_constraint=False,
         db_index=False,
     )
     index = models.IntegerField()
@@ -286,10 +302,8 @@ class ToolCall(models.Model):
     cost = models.FloatField(null=True, blank=True)
 
     class Meta:
-        # One index: every read names the rollout (a page of turns' calls too, then filters by turn). On
-        # the rollout alone, btree deduplication stores each rollout's calls as one entry: 46 B a rollout
-        # where (turn, index) and (rollout, name) took 200 (docs/scale.md, "Fewer index bytes").
-        indexes = [models.Index(fields=["rollout"], name="toolcall_rollout")]
+        managed = False
+        db_table = "runs_toolcall"
 
 
 class ModelPrice(models.Model):

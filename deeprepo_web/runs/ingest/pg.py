@@ -41,17 +41,12 @@ def execute_binary(sql: str, params: list[Any]) -> psycopg.Cursor[Any]:
 
 
 def next_ids(cur: Any, table: str, n: int) -> list[int]:
+    """`n` ids of `table` drawn in one round trip from its sequence `<table>_id_seq` (the identity
+    column's, or for the views runs_turn and runs_toolcall the sequence their ids come from)."""
     if n == 0:
         return []
-    # The sequence is looked up once: pg_get_serial_sequence per row cost ~6 µs an id, a sixth of
-    # Postgres's time in an import; MATERIALIZED keeps the planner from inlining it into every row.
-    cur.execute(
-        "WITH s AS MATERIALIZED (SELECT pg_get_serial_sequence(%s, 'id')::regclass AS seq) "
-        "SELECT nextval(s.seq) FROM s, generate_series(1, %s)",
-        [table, n],
-    )
+    cur.execute("SELECT nextval(%s::regclass) FROM generate_series(1, %s)", [f"{table}_id_seq", n])
     return [row[0] for row in cur.fetchall()]
-
 
 
 # Column types per (table, columns), read from the catalog once per process: a binary COPY sends

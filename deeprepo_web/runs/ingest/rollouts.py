@@ -1,4 +1,5 @@
-"""Rollouts with their examples, turns and tool calls: unnest arrays in, COPY for turns and calls."""
+"""Rollouts with their examples, turns and tool calls: unnest arrays in, COPY for rollouts and their
+turns documents."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from deeprepo_web.runs.ingest.blobs import blob_refs_write, body_split
 from deeprepo_web.runs.ingest.images import images_offload
 from deeprepo_web.runs.ingest.pg import copy_binary, dumps, execute_binary, next_ids
 from deeprepo_web.runs.models import Run
+from deeprepo_web.runs.turndoc import call_entry, turn_entry
 from deeprepo_web.text import clean_text
 
 
@@ -122,10 +124,6 @@ _ROLLOUT_FIELDS = ("uid", "example_id", "step", "sample_index", "reward", "rewar
                    "num_turns", "input_tokens", "output_tokens", "cost", "is_truncated", "stop_condition", "error",
                    "duration", "final_answer", "metrics", "tools", "tool_errors", "error_sig", "created_at", "run_id")
 _ROLLOUT_COLUMNS = ", ".join(_ROLLOUT_FIELDS)
-_TURN_FIELDS = ("id", "rollout_id", "index", "role", "content", "content_blob", "content_size", "reasoning",
-                "input_tokens", "output_tokens", "latency", "model", "metadata")
-_CALL_FIELDS = ("id", "turn_id", "rollout_id", "parent_id", "index", "call_id", "name", "arguments", "output",
-                "output_blob", "output_size", "is_error", "duration", "model", "input_tokens", "output_tokens", "cost")
 
 
 def _tokens(r: dict[str, Any], turns: list[dict[str, Any]], field: str) -> int | None:
@@ -217,35 +215,37 @@ def rollouts_ingest(*, run: Run, rollouts: list[dict[str, Any]], body: bytes | N
     return len(fresh)
 
 
-class _CallRows:
-    """Tool-call rows of a batch, nested calls after their parent. A class, not a recursive closure:
-    the closure would be a reference cycle holding every row until the cyclic collector ran."""
+class _Calls:
+    """A turn's tool calls as document entries, nested calls after their parent. A class, not a
+    recursive closure: the closure would be a reference cycle holding every entry until the cyclic
+    collector ran."""
 
     def __init__(self, ids: list[int], refs: set[str], limit: int) -> None:
         self.ids = iter(ids)
         self.refs = refs
         self.limit = limit
-        self.rows: list[tuple[Any, ...]] = []
 
-    def add(self, calls: list[dict[str, Any]], turn_id: int, rollout_id: int, parent: int | None) -> None:
+    def entries(self, calls: list[dict[str, Any]], parent: int | None, out: list[dict[str, Any]]) -> list[dict[str, Any]]:
         limit = self.limit
         for index, call in enumerate(calls):
             call_id = next(self.ids)
             output, blob, size, _ = body_split(call.get("output"), self.refs, limit)
-            arguments = call.get("arguments")
-            self.rows.append((
-                call_id, turn_id, rollout_id, parent, index, (call.get("call_id") or "")[:200],
-                (call.get("name") or "")[:500], None if arguments is None else dumps(arguments),
-                output, blob, size, bool(call.get("is_error")), _float(call.get("duration")),
-                (call.get("model") or "")[:500], _int(call.get("input_tokens")), _int(call.get("output_tokens")),
-                _float(call.get("cost")),
+            out.append(call_entry(
+                call_id=call_id, parent=parent, index=index, external_id=(call.get("call_id") or "")[:200],
+                name=(call.get("name") or "")[:500], arguments=call.get("arguments"), output=output, blob=blob,
+                size=size, is_error=bool(call.get("is_error")), duration=_float(call.get("duration")),
+                model=(call.get("model") or "")[:500], input_tokens=_int(call.get("input_tokens")),
+                output_tokens=_int(call.get("output_tokens")), cost=_float(call.get("cost")),
             ))
             sub_calls = call.get("sub_calls")
             if sub_calls:
-                self.add(sub_calls, turn_id, rollout_id, call_id)
+                self.entries(sub_calls, call_id, out)
+        return out
 
 
 def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[str]) -> None:
+    """Each rollout's turns and calls as one document (runs/turndoc.py), one COPY row per rollout.
+    Turns and calls keep ids of their own, drawn from their sequences: links and marks name them."""
     n_turns = n_calls = 0
     for _, r in fresh:
         turns = r.get("turns") or ()
@@ -253,30 +253,24 @@ def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[st
         n_calls += sum(_count_calls(c) for t in turns if (c := t.get("tool_calls")))
     turn_ids = iter(next_ids(cur, "runs_turn", n_turns))
     limit = settings.DEEPREPO_BLOB_THRESHOLD  # read once: a settings lookup per body showed in profiles
-    calls = _CallRows(next_ids(cur, "runs_toolcall", n_calls), refs, limit)
-
-    # Turn rows go into the COPY as they are built, so Postgres stores them while Python builds the
-    # rest; tool calls (a second COPY, which cannot start before the first ends) are collected.
-    with copy_binary("runs_turn", _TURN_FIELDS) as copy:
+    calls = _Calls(next_ids(cur, "runs_toolcall", n_calls), refs, limit)
+    with copy_binary("runs_rolloutturns", ("rollout_id", "doc")) as copy:
         write = copy.write_row
         for rollout_id, r in fresh:
+            doc = []
             for index, turn in enumerate(r.get("turns") or ()):
-                turn_id = next(turn_ids)
                 content, blob, size, images = body_split(turn.get("content"), refs, limit)
                 metadata = turn.get("metadata")
                 if images:
                     metadata = {**(metadata or {}), "images": [*((metadata or {}).get("images") or []), *images]}
-                write((
-                    turn_id, rollout_id, index, (turn.get("role") or "")[:32], content, blob, size,
-                    turn.get("reasoning") or "", _int(turn.get("input_tokens")), _int(turn.get("output_tokens")),
-                    _float(turn.get("latency")), (turn.get("model") or "")[:500],
-                    dumps(metadata) if metadata else "{}",
-                ))
+                entry = turn_entry(
+                    turn_id=next(turn_ids), index=index, role=(turn.get("role") or "")[:32], content=content,
+                    blob=blob, size=size, reasoning=turn.get("reasoning") or "",
+                    input_tokens=_int(turn.get("input_tokens")), output_tokens=_int(turn.get("output_tokens")),
+                    latency=_float(turn.get("latency")), model=(turn.get("model") or "")[:500], metadata=metadata,
+                )
                 tool_calls = turn.get("tool_calls")
                 if tool_calls:
-                    calls.add(tool_calls, turn_id, rollout_id, None)
-    if calls.rows:
-        with copy_binary("runs_toolcall", _CALL_FIELDS) as copy:
-            write = copy.write_row
-            for row in calls.rows:
-                write(row)
+                    entry["k"] = calls.entries(tool_calls, None, [])
+                doc.append(entry)
+            write((rollout_id, dumps(doc)))

@@ -1,0 +1,81 @@
+"""The document that holds a rollout's turns and tool calls (runs_rolloutturns.doc), which the views
+runs_turn and runs_toolcall (runs 0020) read back as rows.
+
+It is a list of turns in index order. A turn is an object with short keys, and a key is left out
+when its value is the column's default (most are), so that a 150 B turn is not doubled by the names
+of its empty fields:
+
+- turn: `id`, `i` index, `r` role, `c` content, `cb` content_blob, `cs` content_size (only when it is
+  not the content's length), `rs` reasoning, `it` / `ot` input / output tokens, `l` latency, `m`
+  model, `md` metadata, `k` its tool calls (nested ones too, each parent before its sub-calls);
+- call: `id`, `p` parent id, `i` index, `ci` call_id, `n` name, `a` arguments, `o` output, `ob`
+  output_blob, `os` output_size (only when not the output's length), `e` is_error, `d` duration,
+  `m` model, `it` / `ot` tokens, `co` cost.
+
+Runs 0020 writes the same keys in SQL when it folds stored rows, and its views read them:
+`tests/runs/test_turn_document.py` checks that what goes in here comes back out of the views.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def turn_entry(
+    *, turn_id: int, index: int, role: str, content: str, blob: str, size: int, reasoning: str,
+    input_tokens: int | None, output_tokens: int | None, latency: float | None, model: str,
+    metadata: dict[str, Any] | None,
+) -> dict[str, Any]:
+    t: dict[str, Any] = {"id": turn_id, "i": index, "r": role}
+    if content:
+        t["c"] = content
+    if blob:
+        t["cb"] = blob
+    if size != len(content):
+        t["cs"] = size
+    if reasoning:
+        t["rs"] = reasoning
+    if input_tokens is not None:
+        t["it"] = input_tokens
+    if output_tokens is not None:
+        t["ot"] = output_tokens
+    if latency is not None:
+        t["l"] = latency
+    if model:
+        t["m"] = model
+    if metadata:
+        t["md"] = metadata
+    return t
+
+
+def call_entry(
+    *, call_id: int, parent: int | None, index: int, external_id: str, name: str, arguments: Any,
+    output: str, blob: str, size: int, is_error: bool, duration: float | None, model: str,
+    input_tokens: int | None, output_tokens: int | None, cost: float | None,
+) -> dict[str, Any]:
+    c: dict[str, Any] = {"id": call_id, "i": index, "n": name}
+    if parent is not None:
+        c["p"] = parent
+    if external_id:
+        c["ci"] = external_id
+    if arguments is not None:
+        c["a"] = arguments
+    if output:
+        c["o"] = output
+    if blob:
+        c["ob"] = blob
+    if size != len(output):
+        c["os"] = size
+    if is_error:
+        c["e"] = True
+    if duration is not None:
+        c["d"] = duration
+    if model:
+        c["m"] = model
+    if input_tokens is not None:
+        c["it"] = input_tokens
+    if output_tokens is not None:
+        c["ot"] = output_tokens
+    if cost is not None:
+        c["co"] = cost
+    return c
