@@ -6,6 +6,7 @@ went. OTLP items whose trace became a rollout go after DEEPREPO_OTLP_ITEM_DAYS e
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -17,7 +18,9 @@ from django.utils import timezone
 from deeprepo_web.accounts.models import Project
 from deeprepo_web.retention.models import RetentionMark, RetentionPolicy
 from deeprepo_web.runs.ingest.blobs import blobs_collect
+from deeprepo_web.runs.ingest.pg import dumps
 from deeprepo_web.runs.models import BlobRef, Run
+from deeprepo_web.runs.turndoc import bodies_cleared
 
 log = logging.getLogger(__name__)
 BATCH = 500
@@ -54,28 +57,29 @@ def _run_bodies_clear(run: Run, cutoff: datetime, batch: int) -> tuple[int, list
             ids.append(rid)
         if not ids:
             return 0, []
-        cur.execute("SELECT content_blob FROM runs_turn WHERE rollout_id = ANY(%s) AND content_blob <> '' UNION "
-                    "SELECT output_blob FROM runs_toolcall WHERE rollout_id = ANY(%s) AND output_blob <> ''",
-                    [ids, ids])
-        shas = [sha for (sha,) in cur.fetchall()]
-        cur.execute("UPDATE runs_turn SET content = '', reasoning = '', content_blob = '' WHERE rollout_id = ANY(%s)",
-                    [ids])
-        cur.execute("UPDATE runs_toolcall SET output = '', output_blob = '', arguments = NULL "
-                    "WHERE rollout_id = ANY(%s)", [ids])
+        cur.execute("SELECT rollout_id, doc FROM runs_rolloutturns WHERE rollout_id = ANY(%s) FOR UPDATE", [ids])
+        shas: set[str] = set()
+        cleared: list[tuple[int, str]] = []
+        for rid, doc in cur.fetchall():
+            doc, found = bodies_cleared(json.loads(doc) if isinstance(doc, str) else doc)
+            shas |= found
+            cleared.append((rid, dumps(doc)))
+        if cleared:
+            cur.execute("UPDATE runs_rolloutturns d SET doc = x.doc::jsonb FROM unnest(%s::bigint[], %s::text[]) "
+                        "AS x(rid, doc) WHERE d.rollout_id = x.rid", [[c[0] for c in cleared], [c[1] for c in cleared]])
         # The error lines kept on the rollout row (and their signatures) are the outputs' last lines: they
         # go with them.
         cur.execute("UPDATE runs_rollout SET tool_errors = (SELECT jsonb_agg(jsonb_build_array(e->0, e->1, '', '') "
                     "ORDER BY n) FROM jsonb_array_elements(tool_errors) WITH ORDINALITY AS x(e, n)) "
                     "WHERE id = ANY(%s) AND tool_errors <> '[]'", [ids])
         RetentionMark.objects.filter(pk=run.pk).update(rollout_id=ids[-1])
-        for sha in shas:  # the run's reference goes when none of its bodies still points at the blob
-            cur.execute("SELECT EXISTS (SELECT 1 FROM runs_turn t JOIN runs_rollout r ON r.id = t.rollout_id "
-                        "WHERE r.run_id = %s AND t.content_blob = %s) OR EXISTS (SELECT 1 FROM runs_toolcall c "
-                        "JOIN runs_rollout r ON r.id = c.rollout_id WHERE r.run_id = %s AND c.output_blob = %s)",
-                        [run.pk, sha, run.pk, sha])
-            if not cur.fetchone()[0]:
-                BlobRef.objects.filter(sha=sha, run=run).delete()
-    return len(ids), shas
+        if shas:  # the run's reference to a blob goes when none of its bodies still points at it
+            cur.execute("SELECT t.content_blob FROM runs_turn t JOIN runs_rollout r ON r.id = t.rollout_id "
+                        "WHERE r.run_id = %s AND t.content_blob = ANY(%s) UNION SELECT c.output_blob FROM "
+                        "runs_toolcall c JOIN runs_rollout r ON r.id = c.rollout_id WHERE r.run_id = %s "
+                        "AND c.output_blob = ANY(%s)", [run.pk, list(shas), run.pk, list(shas)])
+            BlobRef.objects.filter(run=run, sha__in=shas - {sha for (sha,) in cur.fetchall()}).delete()
+    return len(ids), sorted(shas)
 
 
 

@@ -300,6 +300,7 @@ class ToolCall(models.Model):
     input_tokens = models.BigIntegerField(null=True, blank=True)
     output_tokens = models.BigIntegerField(null=True, blank=True)
     cost = models.FloatField(null=True, blank=True)
+    turn_index = models.IntegerField()  # the index of its turn, from the document (no join of two views)
 
     class Meta:
         managed = False

@@ -163,8 +163,7 @@ def run_delete(*, run: Run) -> dict[str, int]:
         metrics = cur.rowcount
         cur.execute(f"DELETE FROM runs_metricrollup WHERE series_id IN ({series})", [run.pk])
         rollouts_q = "SELECT id FROM runs_rollout WHERE run_id = %s"
-        cur.execute(f"DELETE FROM runs_toolcall WHERE rollout_id IN ({rollouts_q})", [run.pk])
-        cur.execute(f"DELETE FROM runs_turn WHERE rollout_id IN ({rollouts_q})", [run.pk])
+        cur.execute(f"DELETE FROM runs_rolloutturns WHERE rollout_id IN ({rollouts_q})", [run.pk])
         cur.execute("DELETE FROM runs_rollout WHERE run_id = %s", [run.pk])
         rollouts = cur.rowcount
         run.delete()  # the small rest (series, artifacts, blob refs, other apps' links) through the ORM

@@ -79,3 +79,30 @@ def call_entry(
     if cost is not None:
         c["co"] = cost
     return c
+
+
+def bodies_cleared(doc: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], set[str]]:
+    """The document without its bodies (turns' content and reasoning, calls' arguments and output, the
+    blobs they point at), sizes kept; and the blob shas it pointed at. For the retention sweep."""
+    shas: set[str] = set()
+    out = []
+    for turn in doc:
+        size = turn.get("cs", len(turn.get("c", "")))
+        if turn.get("cb"):
+            shas.add(turn["cb"])
+        t = {k: v for k, v in turn.items() if k not in ("c", "rs", "cb", "cs", "k")}
+        if size:
+            t["cs"] = size
+        calls = []
+        for call in turn.get("k") or ():
+            size = call.get("os", len(call.get("o", "")))
+            if call.get("ob"):
+                shas.add(call["ob"])
+            c = {k: v for k, v in call.items() if k not in ("o", "ob", "os", "a")}
+            if size:
+                c["os"] = size
+            calls.append(c)
+        if calls:
+            t["k"] = calls
+        out.append(t)
+    return out, shas

@@ -1,8 +1,8 @@
 """A rollout's turns and tool calls, as pages, exports, the judge and share links read them.
 
-They are rows today (runs_turn, runs_toolcall). docs/scale.md ("How to build it") plans one compressed
-document per rollout instead, which needs every reader to go through one place: this module. Search's
-SQL, the indexer and the ingest write and read the rows themselves.
+They are stored as one document per rollout (runs_rolloutturns, runs/turndoc.py) and read here
+through the views runs_turn and runs_toolcall (the Turn and ToolCall models), always by rollout:
+Postgres then expands that rollout's document only.
 """
 
 from __future__ import annotations

@@ -43,8 +43,8 @@ def _pieces() -> str:
     turns by index, each turn's calls after it, the answer and error last."""
     turn, call, rollout = (BODIES[s].format(a=a) for s, a in (("turn", "t"), ("call", "c"), ("rollout", "r")))
     return (f"SELECT o.id, o.run_id, {turn}, t.index, 0, t.id FROM todo o JOIN runs_turn t ON t.rollout_id = o.id "
-            f"UNION ALL SELECT o.id, o.run_id, {call}, ti.index, 1, c.id FROM todo o "
-            "JOIN runs_toolcall c ON c.rollout_id = o.id LEFT JOIN runs_turn ti ON ti.id = c.turn_id "
+            f"UNION ALL SELECT o.id, o.run_id, {call}, c.turn_index, 1, c.id FROM todo o "
+            "JOIN runs_toolcall c ON c.rollout_id = o.id "
             f"UNION ALL SELECT o.id, o.run_id, {rollout}, NULL, 2, r.id FROM todo o JOIN runs_rollout r ON r.id = o.id")
 
 

@@ -405,7 +405,7 @@ def _results(scope: Scope, spec: SearchSpec, ids: list[int]) -> list[Result]:
     runs = scope.runs_for({r.run_id for r in rollouts.values()})
     for r in rollouts.values():
         r.run = runs[r.run_id]
-    texts = _hit_texts([h for r in rows for h in (r[2] or [])])
+    texts = _hit_texts([h for r in rows for h in (r[2] or [])], ids)
     results = []
     for rollout_id, hits, firsts in rows:
         result = Result(rollout=rollouts[rollout_id], hits=hits)
@@ -442,21 +442,22 @@ def _fill_snippets(results: list[Result], candidates: list[list[str]], spec: Sea
         snippet.html = snippet_html(text, pattern, span)
 
 
-def _hit_texts(keys: list[str]) -> dict[str, tuple[str, int | None, list[str]]]:
-    """'src:obj' -> (where it is, turn index, its texts in the order a snippet prefers them)."""
+def _hit_texts(keys: list[str], rollout_ids: list[int]) -> dict[str, tuple[str, int | None, list[str]]]:
+    """'src:obj' -> (where it is, turn index, its texts in the order a snippet prefers them). Turns and
+    calls are read by their rollouts too: they are views over each rollout's document."""
     ids: dict[str, list[int]] = {"turn": [], "call": [], "rollout": [], "prompt": []}
     for key in keys:
         src, _, obj = key.partition(":")
         ids[src].append(int(obj))
     out: dict[str, tuple[str, int | None, list[str]]] = {}
-    for t in Turn.objects.filter(id__in=ids["turn"]).only("id", "index", "role", "content", "reasoning"):
+    turns = Turn.objects.filter(rollout_id__in=rollout_ids, id__in=ids["turn"])
+    for t in turns.only("id", "index", "role", "content", "reasoning"):
         out[f"turn:{t.pk}"] = (f"turn #{t.index} · {t.role}", t.index, [t.content, t.reasoning])
-    calls = ToolCall.objects.filter(id__in=ids["call"]).select_related("turn").only(
-        "id", "name", "arguments", "output", "is_error", "turn__index")
-    for c in calls:
+    calls = ToolCall.objects.filter(rollout_id__in=rollout_ids, id__in=ids["call"])
+    for c in calls.only("id", "name", "arguments", "output", "is_error", "turn_index"):
         args = json.dumps(c.arguments, ensure_ascii=False) if c.arguments is not None else ""
         kind = "error" if c.is_error else "call"
-        out[f"call:{c.pk}"] = (f"turn #{c.turn.index} · {kind} {c.name[:60]}", c.turn.index, [c.output, args, c.name])
+        out[f"call:{c.pk}"] = (f"turn #{c.turn_index} · {kind} {c.name[:60]}", c.turn_index, [c.output, args, c.name])
     for r in Rollout.objects.filter(id__in=ids["rollout"]).only("id", "final_answer", "error"):
         out[f"rollout:{r.pk}"] = ("final answer / error", None, [r.final_answer, r.error])
     for e in Example.objects.filter(id__in=ids["prompt"]).only("id", "prompt"):

@@ -156,8 +156,8 @@ def located_sql(spec: SearchSpec, rollout_ids: list[int]) -> Sql:
             parts.append("SELECT x.rollout_id, x.index, 'turn', x.id FROM runs_turn x "
                          f"WHERE x.rollout_id = ANY(%s) AND {cond}")
         elif src == "call":
-            parts.append("SELECT x.rollout_id, ti.index, 'call', x.id FROM runs_toolcall x "
-                         f"LEFT JOIN runs_turn ti ON ti.id = x.turn_id WHERE x.rollout_id = ANY(%s) AND {cond}")
+            parts.append("SELECT x.rollout_id, x.turn_index, 'call', x.id FROM runs_toolcall x "
+                         f"WHERE x.rollout_id = ANY(%s) AND {cond}")
         elif src == "rollout":
             parts.append(f"SELECT x.id, NULL::int, 'rollout', x.id FROM runs_rollout x WHERE x.id = ANY(%s) AND {cond}")
         else:

@@ -108,9 +108,10 @@ def test_a_2000_turn_rollout_opens_with_one_page_and_bounded_queries(viewer, tea
     assert 'hx-get="{}?from=2000"'.format(_url(run, ids["t2000"], "trajectory_turns")) in chunk  # turn 2000 is the last
 
 
-def test_a_page_of_turns_reads_its_calls_by_the_rollout_index(viewer, team):
-    """runs_toolcall keeps one index, on the rollout (runs 0017): a read of calls that names only their
-    turns would scan the table. Postgres is told to avoid sequential scans; the plan must still use it."""
+def test_a_page_of_turns_reads_its_calls_from_its_rollouts_document(viewer, team):
+    """runs_toolcall is a view over each rollout's document (runs 0020): a read of calls that named only
+    their turns would expand every document. Postgres is told to avoid sequential scans; the plan must
+    still find the one document by its key and read no other table."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -130,7 +131,7 @@ def test_a_page_of_turns_reads_its_calls_by_the_rollout_index(viewer, team):
     assert len(reads) == 3
     for sql in reads:
         explained = plan(sql)
-        assert "toolcall_rollout" in explained and "Seq Scan" not in explained, explained
+        assert "runs_rolloutturns_pkey" in explained and "Seq Scan" not in explained, explained
 
 
 def test_jumping_to_an_anchor_loads_up_to_it(viewer, team):

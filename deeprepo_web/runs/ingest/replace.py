@@ -94,8 +94,7 @@ def rollouts_replace(*, run: Run, rollouts: list[dict[str, Any]]) -> int:
                     for (_, r), uid in zip(kept, [rollout_uid(r) for r in records], strict=True)]
             _rows_update(cur, rows, ids)
             before = _prints(cur, ids)
-            cur.execute("DELETE FROM runs_toolcall WHERE rollout_id = ANY(%s)", [ids])
-            cur.execute("DELETE FROM runs_turn WHERE rollout_id = ANY(%s)", [ids])
+            cur.execute("DELETE FROM runs_rolloutturns WHERE rollout_id = ANY(%s)", [ids])
             refs: set[str] = set()
             _turns_write(cur, kept, refs)
             blob_refs_write(cur, run, refs)

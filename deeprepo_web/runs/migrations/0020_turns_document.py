@@ -142,6 +142,8 @@ class Migration(migrations.Migration):
                     field=models.ForeignKey(blank=True, db_constraint=False, db_index=False, null=True,
                                             on_delete=models.deletion.DO_NOTHING, related_name="sub_calls",
                                             to="runs.toolcall")),
+                migrations.AddField(model_name="toolcall", name="turn_index", field=models.IntegerField(default=0),
+                                    preserve_default=False),
                 migrations.AlterModelOptions(name="turn", options={"managed": False}),
                 migrations.AlterModelOptions(name="toolcall", options={"managed": False}),
                 migrations.AlterModelTable(name="turn", table="runs_turn"),

@@ -1,8 +1,8 @@
 """Seed a realistic project at scale (default: 1,000 runs, 1,000,000 rollouts, ~8,000,000 turns).
 
-Everything bulk goes around the ORM: rollouts, turns and tool calls stream through COPY from
-generated text; metric points, rollups and series stats are generated inside Postgres with
-generate_series (no round trip per point). Foreign-key triggers are skipped for this session only
+Everything bulk goes around the ORM: rollouts and their turns and tool calls (one document per
+rollout in runs_rolloutturns, runs/turndoc.py's keys) stream through COPY from generated text;
+metric points, rollups and series stats are generated inside Postgres with generate_series (no round trip per point). Foreign-key triggers are skipped for this session only
 (session_replication_role = replica): every id written here is allocated here, so they hold.
 
     python manage.py seed_scale --rollouts 100000 [--runs 100] [--project scale] [--replace]
@@ -60,6 +60,13 @@ def _esc(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
+def _body(key: str, text: str, size_key: str = "", size: int = 0) -> str:
+    """`,"<key>":<text>` of a turn document's entry (runs/turndoc.py's keys), JSON escaped for COPY,
+    and its size key when the size is not the text's length (turndoc leaves it out then)."""
+    sized = f',"{size_key}":{size}' if size_key and size != len(text) else ""
+    return _esc(f',"{key}":{dumps(text)}{sized}')
+
+
 class Command(BaseCommand):
     help = "Seed a realistic project at scale through COPY (runs, metrics, examples, rollouts, turns, tool calls)."
 
@@ -108,7 +115,7 @@ class Command(BaseCommand):
         counts = self._rollouts(runs, examples, n_rollouts, opts["turns"])
         self._log(t0, f"{counts[0]} rollouts, {counts[1]} turns, {counts[2]} tool calls")
         with connection.cursor() as cur:
-            for table in ("runs_rollout", "runs_turn", "runs_toolcall", "runs_metric", "runs_metricrollup",
+            for table in ("runs_rollout", "runs_rolloutturns", "runs_metric", "runs_metricrollup",
                           "runs_metricseries", "runs_run"):
                 cur.execute(f"ANALYZE {table}")
         self._log(t0, "analyzed")
@@ -124,10 +131,8 @@ class Command(BaseCommand):
         with transaction.atomic(), connection.cursor() as cur:
             cur.execute("SET LOCAL session_replication_role = replica")
             runs = "SELECT id FROM runs_run WHERE project_id = %s"
-            cur.execute(f"DELETE FROM runs_toolcall WHERE rollout_id IN (SELECT id FROM runs_rollout WHERE run_id IN ({runs}))",
-                        [project.pk])
-            cur.execute(f"DELETE FROM runs_turn WHERE rollout_id IN (SELECT id FROM runs_rollout WHERE run_id IN ({runs}))",
-                        [project.pk])
+            cur.execute(f"DELETE FROM runs_rolloutturns WHERE rollout_id IN "
+                        f"(SELECT id FROM runs_rollout WHERE run_id IN ({runs}))", [project.pk])
             cur.execute(f"DELETE FROM runs_rollout WHERE run_id IN ({runs})", [project.pk])
             series = f"SELECT id FROM runs_metricseries WHERE run_id IN ({runs})"
             cur.execute(f"DELETE FROM runs_metricrollup WHERE series_id IN ({series})", [project.pk])
@@ -300,22 +305,22 @@ class Command(BaseCommand):
         with connection.cursor() as cur:
             cur.execute("SELECT nextval(pg_get_serial_sequence('runs_rollout', 'id'))")
             rollout_id = cur.fetchone()[0]
-            cur.execute("SELECT nextval(pg_get_serial_sequence('runs_turn', 'id'))")
-            turn_id = cur.fetchone()[0]
-            cur.execute("SELECT nextval(pg_get_serial_sequence('runs_toolcall', 'id'))")
-            call_id = cur.fetchone()[0]
-        assistant = [_esc(t) for t in ASSISTANT]
-        tool_out = [_esc(t) for t in TOOL_OUT]
+            # Turns and calls are views over runs_rolloutturns: their ids come from sequences of their own.
+            cur.execute("SELECT nextval('runs_turn_id_seq'), nextval('runs_toolcall_id_seq')")
+            turn_id, call_id = cur.fetchone()
+        # Document pieces as COPY text. A turn's size is its text's length escaped for COPY (a newline
+        # counts 2), a call's output size 120: what the seed wrote when turns and calls were rows.
+        assistant = [_body("c", t, "cs", len(_esc(t))) for t in ASSISTANT]
+        tool_turn = [_body("c", t, "cs", len(_esc(t))) for t in TOOL_OUT]
+        tool_out = [_body("o", t, "os", 120) for t in TOOL_OUT]
         failed = [(error_line(t), error_signature(t)) for t in TOOL_OUT]  # a failed call's [line, signature]
-        user = _esc("Audit this repository. Report every vulnerability with file:line, then propose a patch.")
-        reasoning = _esc("The user input flows into the query; I should confirm by reading the file.")
+        user = "Audit this repository. Report every vulnerability with file:line, then propose a patch."
+        user = _body("c", user, "cs", len(_esc(user)))
+        reasoning = _body("rs", "The user input flows into the query; I should confirm by reading the file.")
+        error = ',"e":true'
         r_cols = ("id, run_id, uid, example_id, step, sample_index, reward, reward_components, advantage, num_turns, "
                   "input_tokens, output_tokens, cost, is_truncated, stop_condition, error, duration, final_answer, "
                   "metrics, tools, tool_errors, created_at")
-        t_cols = ("id, rollout_id, index, role, content, content_blob, content_size, reasoning, input_tokens, "
-                  "output_tokens, latency, model, metadata")
-        c_cols = ("id, turn_id, rollout_id, parent_id, index, call_id, name, arguments, output, output_blob, "
-                  "output_size, is_error, duration, model, input_tokens, output_tokens, cost")
         n_r = n_t = n_c = 0
         raw = connection.connection  # the psycopg connection under Django's wrapper
         NULL = "\\N"
@@ -324,8 +329,7 @@ class Command(BaseCommand):
                 dcur.execute("SET LOCAL session_replication_role = replica")
             pg = raw.cursor()
             r_rows: list[str] = []
-            t_rows: list[str] = []
-            c_rows: list[str] = []
+            d_rows: list[str] = []
             for run_index, (run, count) in enumerate(zip(runs, per_run, strict=True)):
                 exs = examples[run.environment]
                 created = run.started_at.isoformat() if run.started_at else "2025-01-01T00:00:00+00:00"
@@ -335,7 +339,7 @@ class Command(BaseCommand):
                 n_steps = max(1, math.ceil(count / per_step))
                 step_gap = max(1, 300 // n_steps)
                 offset = rng.randrange(len(exs))
-                model = run.model
+                model = _esc(f',"m":{dumps(run.model)}') if run.model else ""
                 for i in range(count):
                     group = i // SAMPLES_PER_GROUP
                     step_i = i // per_step
@@ -358,33 +362,31 @@ class Command(BaseCommand):
                     stop = "max_turns" if truncated else "answered"
                     tools: set[str] = set()
                     tool_errors: list[list[Any]] = []
+                    doc: list[str] = []
                     for t in range(n_turns):
                         if t == 0:
-                            t_rows.append(f"{turn_id}\t{rollout_id}\t0\tuser\t{user}\t\t{len(user)}\t\t"
-                                          f"{NULL}\t{NULL}\t{NULL}\t\t{{}}\n")
+                            doc.append(f'{{"id":{turn_id},"i":0,"r":"user"{user}}}')
                         elif t % 2 == 1:
-                            content = assistant[(i + t) % len(assistant)]
-                            t_rows.append(f"{turn_id}\t{rollout_id}\t{t}\tassistant\t{content}\t\t{len(content)}\t"
-                                          f"{reasoning}\t{500 + 40 * t}\t{90 + (i + t) % 60}\t0.8\t{model}\t{{}}\n")
+                            call = ""
                             if t + 1 < n_turns:
                                 name = TOOLS[(i + t) % len(TOOLS)]
-                                err = "t" if (i + t) % 23 == 0 else "f"
+                                err = (i + t) % 23 == 0
                                 tools.add(name)
-                                if err == "t":
+                                if err:
                                     tool_errors.append([name, t, *failed[(i + t + 1) % len(TOOL_OUT)]])
-                                c_rows.append(
-                                    f"{call_id}\t{turn_id}\t{rollout_id}\t{NULL}\t0\tcall_{t}\t{name}\t"
-                                    f'{{"path": "src/db.py"}}\t{tool_out[(i + t + 1) % len(tool_out)]}\t\t120\t'
-                                    f"{err}\t0.4\t\t{NULL}\t{NULL}\t{NULL}\n"
-                                )
+                                call = (f',"k":[{{"id":{call_id},"i":0,"ci":"call_{t}","n":"{name}",'
+                                        f'"a":{{"path":"src/db.py"}}{tool_out[(i + t + 1) % len(tool_out)]}'
+                                        f'{error if err else ""},"d":0.4}}]')
                                 call_id += 1
                                 n_c += 1
+                            doc.append(f'{{"id":{turn_id},"i":{t},"r":"assistant"{assistant[(i + t) % len(assistant)]}'
+                                       f'{reasoning},"it":{500 + 40 * t},"ot":{90 + (i + t) % 60},"l":0.8{model}'
+                                       f"{call}}}")
                         else:
-                            content = tool_out[(i + t) % len(tool_out)]
-                            t_rows.append(f"{turn_id}\t{rollout_id}\t{t}\ttool\t{content}\t\t{len(content)}\t\t"
-                                          f"{NULL}\t{NULL}\t{NULL}\t\t{{}}\n")
+                            doc.append(f'{{"id":{turn_id},"i":{t},"r":"tool"{tool_turn[(i + t) % len(tool_turn)]}}}')
                         turn_id += 1
                         n_t += 1
+                    d_rows.append(f"{rollout_id}\t[{','.join(doc)}]\n")
                     r_rows.append(
                         f"{rollout_id}\t{run.pk}\tr{i}\t{ex}\t{step}\t{i % SAMPLES_PER_GROUP}\t{reward}\t"
                         f'{{"f1": {reward}}}\t{NULL}\t{n_turns // 2}\t{in_tok}\t{out_tok}\t'
@@ -397,16 +399,15 @@ class Command(BaseCommand):
                 # Flush every ~100k rollouts: memory stays bounded, COPY gets big writes.
                 if len(r_rows) >= 100_000 or run_index == len(runs) - 1:
                     self._copy_rows(pg, f"COPY runs_rollout ({r_cols}) FROM STDIN", r_rows)
-                    self._copy_rows(pg, f"COPY runs_turn ({t_cols}) FROM STDIN", t_rows)
-                    self._copy_rows(pg, f"COPY runs_toolcall ({c_cols}) FROM STDIN", c_rows)
+                    self._copy_rows(pg, "COPY runs_rolloutturns (rollout_id, doc) FROM STDIN", d_rows)
                     r_rows.clear()
-                    t_rows.clear()
-                    c_rows.clear()
+                    d_rows.clear()
                     self.stdout.write(f"  ... {n_r} rollouts")
                     self.stdout.flush()
             with connection.cursor() as cur:
-                for table, next_id in (("runs_rollout", rollout_id), ("runs_turn", turn_id), ("runs_toolcall", call_id)):
-                    cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), %s)", [max(next_id, 1)])
+                cur.execute("SELECT setval(pg_get_serial_sequence('runs_rollout', 'id'), %s), "
+                            "setval('runs_turn_id_seq', %s), setval('runs_toolcall_id_seq', %s)",
+                            [max(rollout_id, 1), max(turn_id, 1), max(call_id, 1)])
         return n_r, n_t, n_c
 
     @staticmethod

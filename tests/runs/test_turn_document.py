@@ -1,0 +1,218 @@
+"""A rollout's turns and tool calls go into one document (runs_rolloutturns, runs/turndoc.py) and come
+back out of the views runs_turn and runs_toolcall (runs 0020) through the ORM models Turn and ToolCall
+with every field as it was written: what a record leaves out reads as the column's default, nulls
+inside metadata and arguments are kept, nested calls keep their parents, big bodies keep a preview,
+their blob and their full size. The document itself leaves out default values (its compact format)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+
+import pytest
+from django.db import connection
+
+BIG = "0123456789" * 2_000  # 20,000 characters: past the threshold and past the 16 KB preview
+UNICODE = "Grüße, 世界 😀 — naïve"  # non-ASCII: sizes are UTF-8 bytes, not characters
+IMAGE = base64.b64encode(bytes(range(256)) * 6).decode()  # 1,536 bytes: big enough to be offloaded
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _record() -> dict:
+    return {"example_key": "ex-doc", "uid": "doc-rich", "turns": [
+        {"role": "user", "content": "only a role and content"},
+        {"role": "system"},  # no content at all
+        {"role": "assistant", "content": "x" * 100, "reasoning": "let me think", "input_tokens": 123,
+         "output_tokens": 2**40, "latency": 0.1 + 0.2, "model": "gpt-test",
+         "metadata": {"a": None, "nested": {"b": [1, None, "x"]}, "ok": False},
+         "tool_calls": [
+             {"call_id": "call-1", "name": "run", "arguments": {"cmd": "ls", "cwd": None}, "output": "a.py\nb.py",
+              "duration": 1.5, "cost": 0.0001, "model": "tool-model", "input_tokens": 5, "output_tokens": 6},
+             {"name": "noop"},  # no arguments, no output
+             {"name": "fail", "arguments": {"x": [None]}, "output": UNICODE * 10, "is_error": True},
+             {"name": "batch", "arguments": [], "output": BIG, "sub_calls": [
+                 {"name": "llm_query", "arguments": {"prompt": "p"}, "output": "o", "model": "sub",
+                  "input_tokens": 1, "output_tokens": 2, "cost": 0.5,
+                  "sub_calls": [{"name": "deep", "arguments": "a string argument", "is_error": False}]},
+                 {"name": "llm_query", "arguments": None, "is_error": True, "output": "Traceback\nValueError: x"},
+             ]},
+         ]},
+        {"role": "assistant", "content": UNICODE, "latency": float("nan"), "input_tokens": 0, "output_tokens": 0,
+         "metadata": {}, "model": "", "reasoning": "",
+         "tool_calls": [{"name": "zeroes", "arguments": {}, "duration": 0.0, "cost": 0.0, "input_tokens": 0}]},
+        {"role": "tool", "content": BIG, "metadata": {"k": None}},
+        {"role": "user", "content": f"look: ![chart](data:image/png;base64,{IMAGE}) done"},
+    ]}
+
+
+TURN = dict(content="", content_blob="", content_size=0, reasoning="", input_tokens=None, output_tokens=None,
+            latency=None, model="", metadata={})
+CALL = dict(parent_id=None, call_id="", arguments=None, output="", output_blob="", output_size=0, is_error=False,
+            duration=None, model="", input_tokens=None, output_tokens=None, cost=None)
+TURN_FIELDS = ("id", "rollout_id", "index", "role", *TURN)
+CALL_FIELDS = ("id", "turn_id", "rollout_id", "index", "name", *CALL)
+
+
+def _doc(rollout_id: int) -> list:
+    from deeprepo_web.runs.models import RolloutTurns
+
+    return RolloutTurns.objects.get(rollout_id=rollout_id).doc
+
+
+@pytest.fixture
+def ingested(team, settings):
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.models import Rollout
+    from deeprepo_web.runs.services import run_create
+
+    settings.DEEPREPO_BLOB_THRESHOLD = 64
+    run, _ = run_create(project=team.project, name="turn-doc")
+    stored = rollouts_ingest(run=run, rollouts=[
+        {"example_key": "ex-doc", "uid": "doc-before", "turns": [{"role": "user", "content": "first"}]},
+        _record(),
+        {"example_key": "ex-doc", "uid": "doc-empty", "turns": []},
+        {"example_key": "ex-doc", "uid": "doc-none"},
+    ])
+    assert stored == 4
+    return {r.uid: r for r in Rollout.objects.filter(run=run)}
+
+
+def test_turns_come_back_out_of_the_view_as_written(ingested) -> None:
+    from deeprepo_web.runs.models import Turn
+    from deeprepo_web.storage import blob_get
+
+    rollout = ingested["doc-rich"]
+    turns = list(Turn.objects.filter(rollout=rollout).order_by("index").values(*TURN_FIELDS))
+    ids = [t.pop("id") for t in turns]
+    assert ids == sorted(ids) and len(set(ids)) == 6
+    first = Turn.objects.get(rollout=ingested["doc-before"])
+    assert first.id < ids[0]  # ids drawn in order across the batch
+    latency = turns[2]["latency"]
+    assert latency == 0.1 + 0.2 and latency != 0.3  # a float's every bit
+    image = hashlib.sha256(base64.b64decode(IMAGE)).hexdigest()
+    marker = f"look: ![chart](blob:{image}) done"
+    base = dict(TURN, rollout_id=rollout.id)
+    assert turns == [
+        dict(base, index=0, role="user", content="only a role and content", content_size=23),
+        dict(base, index=1, role="system"),
+        dict(base, index=2, role="assistant", content="x" * 100, content_blob=_sha("x" * 100), content_size=100,
+             reasoning="let me think", input_tokens=123, output_tokens=2**40, latency=0.1 + 0.2, model="gpt-test",
+             metadata={"a": None, "nested": {"b": [1, None, "x"]}, "ok": False}),
+        dict(base, index=3, role="assistant", content=UNICODE, content_size=len(UNICODE.encode()),
+             input_tokens=0, output_tokens=0),  # NaN latency: None
+        dict(base, index=4, role="tool", content=BIG[:16 * 1024], content_blob=_sha(BIG), content_size=len(BIG),
+             metadata={"k": None}),
+        dict(base, index=5, role="user", content=marker, content_blob=_sha(marker), content_size=len(marker),
+             metadata={"images": [{"sha": image, "type": "image/png", "size": 1536}]}),
+    ]
+    assert len(UNICODE.encode()) != len(UNICODE)
+    assert blob_get(_sha(BIG)).decode() == BIG
+    # The ORM's Python types, not only equal values.
+    t = Turn.objects.get(pk=ids[2])
+    assert type(t.output_tokens) is int and type(t.latency) is float and t.metadata["a"] is None
+
+
+def test_tool_calls_come_back_out_of_the_view_as_written(ingested) -> None:
+    from deeprepo_web.runs.models import ToolCall, Turn
+
+    rollout = ingested["doc-rich"]
+    turn_ids = dict(Turn.objects.filter(rollout=rollout).values_list("index", "id"))
+    calls = list(ToolCall.objects.filter(rollout=rollout).order_by("id").values(*CALL_FIELDS))
+    ids = [c["id"] for c in calls]
+    assert len(set(ids)) == len(calls) == 8
+    run, noop, fail, batch, query, deep, broken, zeroes = ids  # nested calls follow their parent
+    t2 = dict(CALL, turn_id=turn_ids[2], rollout_id=rollout.id)
+    t3 = dict(CALL, turn_id=turn_ids[3], rollout_id=rollout.id)
+    big_error = UNICODE * 10
+    assert calls == [
+        dict(t2, id=run, index=0, name="run", call_id="call-1", arguments={"cmd": "ls", "cwd": None},
+             output="a.py\nb.py", output_size=9, duration=1.5, cost=0.0001, model="tool-model", input_tokens=5,
+             output_tokens=6),
+        dict(t2, id=noop, index=1, name="noop"),
+        dict(t2, id=fail, index=2, name="fail", arguments={"x": [None]}, output=big_error,
+             output_blob=_sha(big_error), output_size=len(big_error.encode()), is_error=True),
+        dict(t2, id=batch, index=3, name="batch", arguments=[], output=BIG[:16 * 1024], output_blob=_sha(BIG),
+             output_size=len(BIG)),
+        dict(t2, id=query, parent_id=batch, index=0, name="llm_query", arguments={"prompt": "p"}, output="o",
+             output_size=1, model="sub", input_tokens=1, output_tokens=2, cost=0.5),
+        dict(t2, id=deep, parent_id=query, index=0, name="deep", arguments="a string argument"),
+        dict(t2, id=broken, parent_id=batch, index=1, name="llm_query", is_error=True,
+             output="Traceback\nValueError: x", output_size=24),
+        dict(t3, id=zeroes, index=0, name="zeroes", arguments={}, duration=0.0, cost=0.0, input_tokens=0),
+    ]
+
+
+def test_relations_and_the_turn_index_column(ingested) -> None:
+    from deeprepo_web.runs.models import ToolCall, Turn
+
+    rollout = ingested["doc-rich"]
+    turn = Turn.objects.get(rollout=rollout, index=2)
+    assert [c.name for c in turn.tool_calls.order_by("id")] == ["run", "noop", "fail", "batch", "llm_query", "deep",
+                                                                "llm_query"]
+    batch = ToolCall.objects.get(rollout=rollout, name="batch")
+    assert [(c.name, c.index, c.is_error) for c in batch.sub_calls.order_by("index")] == [
+        ("llm_query", 0, False), ("llm_query", 1, True)]
+    assert ToolCall.objects.get(rollout=rollout, name="deep").parent.parent_id == batch.id
+    assert rollout.turns.count() == 6 and rollout.tool_calls.count() == 8
+    with connection.cursor() as cur:
+        cur.execute("SELECT c.name, c.turn_index, t.index FROM runs_toolcall c JOIN runs_turn t ON t.id = c.turn_id "
+                    "WHERE c.rollout_id = %s ORDER BY c.id", [rollout.id])
+        rows = cur.fetchall()
+    assert [r[1] for r in rows] == [2, 2, 2, 2, 2, 2, 2, 3]
+    assert all(r[1] == r[2] for r in rows)
+
+
+def test_rollouts_without_turns_have_no_rows(ingested) -> None:
+    from deeprepo_web.runs.models import RolloutTurns, ToolCall, Turn
+
+    for uid in ("doc-empty", "doc-none"):
+        rollout = ingested[uid]
+        assert not Turn.objects.filter(rollout=rollout).exists()
+        assert not ToolCall.objects.filter(rollout=rollout).exists()
+        assert RolloutTurns.objects.filter(rollout_id=rollout.id).values_list("doc", flat=True).first() in (None, [])
+    assert Turn.objects.filter(rollout__run=ingested["doc-rich"].run).count() == 7  # 6 rich + 1 before
+
+
+def _defaults_left_out(entry: dict, inner: str) -> None:
+    """No key of the compact format holds its column's default (None, '', False, {}), except inside
+    the user's own JSON (`inner`: metadata or arguments)."""
+    for key, value in entry.items():
+        if key == inner:
+            continue
+        assert value is not None and value != "" and value is not False and value != {}, (key, value, entry)
+
+
+def test_the_document_leaves_out_default_values(ingested) -> None:
+    from deeprepo_web.runs.models import ToolCall, Turn
+
+    rollout = ingested["doc-rich"]
+    doc = _doc(rollout.id)
+    ids = list(Turn.objects.filter(rollout=rollout).order_by("index").values_list("id", flat=True))
+    assert doc[0] == {"id": ids[0], "i": 0, "r": "user", "c": "only a role and content"}
+    assert doc[1] == {"id": ids[1], "i": 1, "r": "system"}
+    assert set(doc[2]) == {"id", "i", "r", "c", "cb", "rs", "it", "ot", "l", "m", "md", "k"}  # size = len(c): no cs
+    assert set(doc[4]) == {"id", "i", "r", "c", "cb", "cs", "md"} and doc[4]["cs"] == len(BIG)
+    calls = {c.id: c for c in ToolCall.objects.filter(rollout=rollout)}
+    run, noop, fail, batch, query, deep, broken = doc[2]["k"]  # nested calls after their parent
+    assert noop == {"id": noop["id"], "i": 1, "n": "noop"}
+    assert deep == {"id": deep["id"], "p": query["id"], "i": 0, "n": "deep", "a": "a string argument"}
+    assert set(fail) == {"id", "i", "n", "a", "o", "ob", "os", "e"} and fail["e"] is True
+    assert set(run) == {"id", "i", "ci", "n", "a", "o", "d", "m", "it", "ot", "co"}
+    assert run["a"] == {"cmd": "ls", "cwd": None}  # a null inside the arguments is kept
+    assert doc[3]["k"] == [{"id": doc[3]["k"][0]["id"], "i": 0, "n": "zeroes", "a": {}, "d": 0.0, "co": 0.0, "it": 0}]
+    assert [c["id"] for c in doc[2]["k"]] == sorted(calls)[:7]
+    for turn in doc:
+        _defaults_left_out({k: v for k, v in turn.items() if k != "k"}, "md")
+        for call in turn.get("k", []):
+            _defaults_left_out(call, "a")
+
+
+def test_a_nan_latency_leaves_no_key(ingested) -> None:
+    """NaN (and Infinity) are stored as nothing, like a missing value: no `"l": null` in the document."""
+    doc = _doc(ingested["doc-rich"].id)
+    assert "l" not in doc[3], doc[3]
+    assert set(doc[3]) == {"id", "i", "r", "c", "cs", "it", "ot", "k"}
