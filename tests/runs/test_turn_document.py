@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import math
 
 import pytest
 from django.db import connection
@@ -41,7 +40,7 @@ def _record() -> dict:
                  {"name": "llm_query", "arguments": None, "is_error": True, "output": "Traceback\nValueError: x"},
              ]},
          ]},
-        {"role": "assistant", "content": UNICODE, "latency": float("nan"), "input_tokens": 0, "output_tokens": 0,
+        {"role": "assistant", "content": UNICODE, "input_tokens": 0, "output_tokens": 0,
          "metadata": {}, "model": "", "reasoning": "",
          "tool_calls": [{"name": "zeroes", "arguments": {}, "duration": 0.0, "cost": 0.0, "input_tokens": 0}]},
         {"role": "tool", "content": BIG, "metadata": {"k": None}},
@@ -75,9 +74,12 @@ def ingested(team, settings):
         {"example_key": "ex-doc", "uid": "doc-before", "turns": [{"role": "user", "content": "first"}]},
         _record(),
         {"example_key": "ex-doc", "uid": "doc-empty", "turns": []},
+        {"example_key": "ex-doc", "uid": "doc-nan", "turns": [
+            {"role": "assistant", "content": "c", "latency": float("nan"), "tool_calls": [
+                {"name": "inf", "duration": float("inf"), "cost": float("nan")}]}]},
         {"example_key": "ex-doc", "uid": "doc-none"},
     ])
-    assert stored == 4
+    assert stored == 5
     return {r.uid: r for r in Rollout.objects.filter(run=run)}
 
 
@@ -103,7 +105,7 @@ def test_turns_come_back_out_of_the_view_as_written(ingested) -> None:
              reasoning="let me think", input_tokens=123, output_tokens=2**40, latency=0.1 + 0.2, model="gpt-test",
              metadata={"a": None, "nested": {"b": [1, None, "x"]}, "ok": False}),
         dict(base, index=3, role="assistant", content=UNICODE, content_size=len(UNICODE.encode()),
-             input_tokens=0, output_tokens=0),  # NaN latency: None
+             input_tokens=0, output_tokens=0),
         dict(base, index=4, role="tool", content=BIG[:16 * 1024], content_blob=_sha(BIG), content_size=len(BIG),
              metadata={"k": None}),
         dict(base, index=5, role="user", content=marker, content_blob=_sha(marker), content_size=len(marker),
@@ -141,7 +143,7 @@ def test_tool_calls_come_back_out_of_the_view_as_written(ingested) -> None:
              output_size=1, model="sub", input_tokens=1, output_tokens=2, cost=0.5),
         dict(t2, id=deep, parent_id=query, index=0, name="deep", arguments="a string argument"),
         dict(t2, id=broken, parent_id=batch, index=1, name="llm_query", is_error=True,
-             output="Traceback\nValueError: x", output_size=24),
+             output="Traceback\nValueError: x", output_size=len("Traceback\nValueError: x")),
         dict(t3, id=zeroes, index=0, name="zeroes", arguments={}, duration=0.0, cost=0.0, input_tokens=0),
     ]
 
@@ -173,8 +175,9 @@ def test_rollouts_without_turns_have_no_rows(ingested) -> None:
         rollout = ingested[uid]
         assert not Turn.objects.filter(rollout=rollout).exists()
         assert not ToolCall.objects.filter(rollout=rollout).exists()
+        # No document (the fold) or an empty one (the ingest): no row either way.
         assert RolloutTurns.objects.filter(rollout_id=rollout.id).values_list("doc", flat=True).first() in (None, [])
-    assert Turn.objects.filter(rollout__run=ingested["doc-rich"].run).count() == 7  # 6 rich + 1 before
+    assert Turn.objects.filter(rollout__run=ingested["doc-rich"].run).count() == 8  # 6 rich, 1 before, 1 nan
 
 
 def _defaults_left_out(entry: dict, inner: str) -> None:
@@ -211,8 +214,33 @@ def test_the_document_leaves_out_default_values(ingested) -> None:
             _defaults_left_out(call, "a")
 
 
-def test_a_nan_latency_leaves_no_key(ingested) -> None:
-    """NaN (and Infinity) are stored as nothing, like a missing value: no `"l": null` in the document."""
-    doc = _doc(ingested["doc-rich"].id)
-    assert "l" not in doc[3], doc[3]
-    assert set(doc[3]) == {"id", "i", "r", "c", "cs", "it", "ot", "k"}
+def test_nan_and_infinity_read_as_none_and_leave_no_key(ingested) -> None:
+    """NaN and Infinity are stored as nothing, like a missing value: read back as None, and (the
+    compact format) no `"l": null` in the document."""
+    from deeprepo_web.runs.models import ToolCall, Turn
+
+    rollout = ingested["doc-nan"]
+    assert list(Turn.objects.filter(rollout=rollout).values_list("latency", "content")) == [(None, "c")]
+    assert list(ToolCall.objects.filter(rollout=rollout).values_list("name", "duration", "cost")) == [("inf", None, None)]
+    doc = _doc(rollout.id)
+    assert set(doc[0]) == {"id", "i", "r", "c", "k"}, doc
+    assert set(doc[0]["k"][0]) == {"id", "i", "n"}, doc
+
+
+def test_a_batch_sent_again_adds_only_its_new_rollouts(ingested) -> None:
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.models import ToolCall, Turn
+
+    rich = ingested["doc-rich"]
+    before = list(Turn.objects.filter(rollout__run=rich.run).order_by("id").values_list("id", "rollout_id", "content"))
+    doc = _doc(rich.id)
+    again = rollouts_ingest(run=rich.run, rollouts=[
+        _record(), {"example_key": "ex-doc", "uid": "doc-later", "turns": [
+            {"role": "user", "content": "later", "tool_calls": [{"name": "t", "arguments": {"n": None}}]}]}])
+    assert again == 1
+    assert _doc(rich.id) == doc
+    after = list(Turn.objects.filter(rollout__run=rich.run).order_by("id").values_list("id", "rollout_id", "content"))
+    assert after[:-1] == before and after[-1][2] == "later" and after[-1][0] > before[-1][0]
+    call = ToolCall.objects.get(rollout__uid="doc-later")
+    assert call.arguments == {"n": None} and call.turn_id == after[-1][0] and call.parent_id is None
+    assert call.id > max(ToolCall.objects.filter(rollout=rich).values_list("id", flat=True))
