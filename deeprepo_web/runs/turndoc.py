@@ -18,6 +18,7 @@ Runs 0020 writes the same keys in SQL when it folds stored rows, and its views r
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -39,7 +40,7 @@ def turn_entry(
         t["it"] = input_tokens
     if output_tokens is not None:
         t["ot"] = output_tokens
-    if latency is not None:
+    if latency is not None and math.isfinite(latency):  # JSON has no NaN: left out, read as NULL
         t["l"] = latency
     if model:
         t["m"] = model
@@ -68,7 +69,7 @@ def call_entry(
         c["os"] = size
     if is_error:
         c["e"] = True
-    if duration is not None:
+    if duration is not None and math.isfinite(duration):
         c["d"] = duration
     if model:
         c["m"] = model
@@ -76,7 +77,7 @@ def call_entry(
         c["it"] = input_tokens
     if output_tokens is not None:
         c["ot"] = output_tokens
-    if cost is not None:
+    if cost is not None and math.isfinite(cost):
         c["co"] = cost
     return c
 

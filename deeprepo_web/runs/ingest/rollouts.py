@@ -273,4 +273,5 @@ def _turns_write(cur: Any, fresh: list[tuple[int, dict[str, Any]]], refs: set[st
                 if tool_calls:
                     entry["k"] = calls.entries(tool_calls, None, [])
                 doc.append(entry)
-            write((rollout_id, dumps(doc)))
+            if doc:  # a rollout without turns has no document, as the views read it
+                write((rollout_id, dumps(doc)))
