@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -66,11 +67,28 @@ def seed(rollouts: int) -> str:
                     "--long-points", "1000"], cwd=ROOT, env={**os.environ, "DATABASE_URL": url}, check=True)
     print(f"seeded {rollouts} rollouts in {time.monotonic() - t0:.0f}s", file=sys.stderr)
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("UPDATE runs_turn SET content = content || ' The sandbox quota exceeded after ' || id "
-                     "WHERE id % 5000 = 0")
-        conn.execute("UPDATE runs_toolcall SET output = 'PermissionError: /work/job-' || id || '/secret.key' "
-                     "WHERE id % 20000 = 0")
+        _plant(conn)
     return url
+
+
+def _plant(conn: psycopg.Connection[Any]) -> None:
+    """The rare texts, in the turn documents (runs_turn and runs_toolcall are views over them): after
+    the content of every 5000th turn, as the output of every 20000th tool call. A size the document
+    notes (`cs`, `os`) is kept, as the rows' size columns were."""
+    rows = conn.execute(
+        "SELECT rollout_id, doc FROM runs_rolloutturns WHERE rollout_id IN "
+        "(SELECT rollout_id FROM runs_turn WHERE id % 5000 = 0 "
+        " UNION SELECT rollout_id FROM runs_toolcall WHERE id % 20000 = 0)").fetchall()
+    for _, doc in rows:
+        for turn in doc:
+            if turn["id"] % 5000 == 0:
+                turn["c"] = f"{turn.get('c', '')} The sandbox quota exceeded after {turn['id']}"
+            for call in turn.get("k", ()):
+                if call["id"] % 20000 == 0:
+                    call["o"] = f"PermissionError: /work/job-{call['id']}/secret.key"
+    with conn.cursor() as cur:
+        cur.executemany("UPDATE runs_rolloutturns SET doc = %s WHERE rollout_id = %s",
+                        [(Jsonb(doc), rollout_id) for rollout_id, doc in rows])
 
 
 def build_index(url: str) -> dict[str, Any]:
@@ -94,9 +112,12 @@ def build_index(url: str) -> dict[str, Any]:
         cur.execute("ANALYZE search_doc")
         sizes = {}
         for rel in ("search_doc", "search_doc_tsv", "search_doc_trgm", "search_doc_rollout", "search_doc_run",
-                    "search_doc_pkey", "runs_turn", "runs_toolcall", "runs_rollout"):
-            # search_doc whole (heap, TOAST and every index); each index and each runs table on its own.
-            size = "pg_total_relation_size" if rel == "search_doc" else "pg_relation_size"
+                    "search_doc_pkey", "runs_rolloutturns", "runs_rollout"):
+            # search_doc whole (heap, TOAST and every index); each index and each runs table on its own,
+            # runs_rolloutturns with its TOAST (a document too big for a page goes there; runs_turn and
+            # runs_toolcall are views over it, runs 0020).
+            size = ("pg_total_relation_size" if rel == "search_doc" else
+                    "pg_table_size" if rel == "runs_rolloutturns" else "pg_relation_size")
             # coalesce: an index one layout has and the other has not (search_doc_rollout before 0004).
             cur.execute(f"SELECT coalesce({size}(to_regclass(%s)), 0)", [rel])
             sizes[rel] = cur.fetchone()[0]
@@ -206,7 +227,7 @@ def main() -> None:
         "substring_regex_p95_ms": p95(measured["timings"]["other"]),
         "index_mb": round(sizes["search_doc"] / 2**20, 1),
         "index_gin_mb": round((sizes["search_doc_tsv"] + sizes["search_doc_trgm"]) / 2**20, 1),
-        "runs_tables_mb": round(sum(sizes[t] for t in ("runs_turn", "runs_toolcall", "runs_rollout")) / 2**20, 1),
+        "runs_tables_mb": round(sum(sizes[t] for t in ("runs_rolloutturns", "runs_rollout")) / 2**20, 1),
         "index_build_s": round(index["seconds"], 1),
         "index_rows_per_s": round(index["rows"] / max(index["seconds"], 1e-9)),
         "queries": measured["queries"], "bytes": sizes, "cores": os.cpu_count(),

@@ -1,13 +1,15 @@
 """The tables that grow with every rollout and metric point carry no index another of their indexes
 already gives: a btree whose columns begin another's serves the same reads, and costs bytes and a write
-per row (runs 0017 and labels 0002 dropped five; docs/scale.md, "Fewer index bytes")."""
+per row (runs 0017 and labels 0002 dropped five; docs/scale.md, "Fewer index bytes"). Turns and tool
+calls are one document per rollout in runs_rolloutturns (runs 0020), read through the views runs_turn
+and runs_toolcall, which have no index."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import connection
 
-GROWING = ("runs_rollout", "runs_turn", "runs_toolcall", "runs_metric", "runs_metricrollup", "runs_example",
+GROWING = ("runs_rollout", "runs_rolloutturns", "runs_metric", "runs_metricrollup", "runs_example",
            "runs_blobref", "labels_mark", "search_doc")
 
 
@@ -38,10 +40,11 @@ def test_no_index_repeats_the_leading_columns_of_another(table: str) -> None:
 
 @pytest.mark.django_db
 def test_the_check_finds_a_repeated_index() -> None:
-    """The test above can fail: an index on the calls' rollout beside theirs is found."""
+    """The test above can fail: an index on the documents' rollout beside their primary key is found."""
     with connection.cursor() as cur:
-        cur.execute("CREATE INDEX test_toolcall_rollout_again ON runs_toolcall (rollout_id)")
-    columns = _btrees("runs_toolcall")
-    assert columns["test_toolcall_rollout_again"] == columns["toolcall_rollout"]
+        cur.execute("CREATE INDEX test_rolloutturns_rollout_again ON runs_rolloutturns (rollout_id)")
+    indexes = _btrees("runs_rolloutturns")
+    assert indexes["test_rolloutturns_rollout_again"] == (["rollout_id:0"], False)
+    assert indexes["runs_rolloutturns_pkey"] == (["rollout_id:0"], True)
     with pytest.raises(AssertionError, match="begin another's"):
-        test_no_index_repeats_the_leading_columns_of_another("runs_toolcall")
+        test_no_index_repeats_the_leading_columns_of_another("runs_rolloutturns")

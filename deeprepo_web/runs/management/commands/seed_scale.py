@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from deeprepo_web.accounts.models import Membership, Project, Role
 from deeprepo_web.analysis.behaviour import error_line, error_signature
 from deeprepo_web.runs.ingest.metrics import ROLLUP_WIDTHS
-from deeprepo_web.runs.ingest.pg import dumps
+from deeprepo_web.runs.ingest.pg import copy_binary, dumps
 from deeprepo_web.runs.models import Example, Run, RunKind, RunStatus
 
 SAMPLES_PER_GROUP = 8
@@ -61,10 +61,10 @@ def _esc(text: str) -> str:
 
 
 def _body(key: str, text: str, size_key: str = "", size: int = 0) -> str:
-    """`,"<key>":<text>` of a turn document's entry (runs/turndoc.py's keys), JSON escaped for COPY,
-    and its size key when the size is not the text's length (turndoc leaves it out then)."""
+    """`,"<key>":<text>` of a turn document's entry (runs/turndoc.py's keys), and its size key when
+    the size is not the text's length (turndoc leaves it out then)."""
     sized = f',"{size_key}":{size}' if size_key and size != len(text) else ""
-    return _esc(f',"{key}":{dumps(text)}{sized}')
+    return f',"{key}":{dumps(text)}{sized}'
 
 
 class Command(BaseCommand):
@@ -308,7 +308,7 @@ class Command(BaseCommand):
             # Turns and calls are views over runs_rolloutturns: their ids come from sequences of their own.
             cur.execute("SELECT nextval('runs_turn_id_seq'), nextval('runs_toolcall_id_seq')")
             turn_id, call_id = cur.fetchone()
-        # Document pieces as COPY text. A turn's size is its text's length escaped for COPY (a newline
+        # Document pieces (JSON text). A turn's size is its text's length escaped for COPY (a newline
         # counts 2), a call's output size 120: what the seed wrote when turns and calls were rows.
         assistant = [_body("c", t, "cs", len(_esc(t))) for t in ASSISTANT]
         tool_turn = [_body("c", t, "cs", len(_esc(t))) for t in TOOL_OUT]
@@ -329,7 +329,7 @@ class Command(BaseCommand):
                 dcur.execute("SET LOCAL session_replication_role = replica")
             pg = raw.cursor()
             r_rows: list[str] = []
-            d_rows: list[str] = []
+            d_rows: list[tuple[int, str]] = []
             for run_index, (run, count) in enumerate(zip(runs, per_run, strict=True)):
                 exs = examples[run.environment]
                 created = run.started_at.isoformat() if run.started_at else "2025-01-01T00:00:00+00:00"
@@ -339,7 +339,7 @@ class Command(BaseCommand):
                 n_steps = max(1, math.ceil(count / per_step))
                 step_gap = max(1, 300 // n_steps)
                 offset = rng.randrange(len(exs))
-                model = _esc(f',"m":{dumps(run.model)}') if run.model else ""
+                model = f',"m":{dumps(run.model)}' if run.model else ""
                 for i in range(count):
                     group = i // SAMPLES_PER_GROUP
                     step_i = i // per_step
@@ -386,7 +386,7 @@ class Command(BaseCommand):
                             doc.append(f'{{"id":{turn_id},"i":{t},"r":"tool"{tool_turn[(i + t) % len(tool_turn)]}}}')
                         turn_id += 1
                         n_t += 1
-                    d_rows.append(f"{rollout_id}\t[{','.join(doc)}]\n")
+                    d_rows.append((rollout_id, f"[{','.join(doc)}]"))
                     r_rows.append(
                         f"{rollout_id}\t{run.pk}\tr{i}\t{ex}\t{step}\t{i % SAMPLES_PER_GROUP}\t{reward}\t"
                         f'{{"f1": {reward}}}\t{NULL}\t{n_turns // 2}\t{in_tok}\t{out_tok}\t'
@@ -399,7 +399,10 @@ class Command(BaseCommand):
                 # Flush every ~100k rollouts: memory stays bounded, COPY gets big writes.
                 if len(r_rows) >= 100_000 or run_index == len(runs) - 1:
                     self._copy_rows(pg, f"COPY runs_rollout ({r_cols}) FROM STDIN", r_rows)
-                    self._copy_rows(pg, "COPY runs_rolloutturns (rollout_id, doc) FROM STDIN", d_rows)
+                    # Binary: the documents' JSON goes as it is, not escaped for a text COPY and back.
+                    with copy_binary("runs_rolloutturns", ("rollout_id", "doc")) as copy:
+                        for row in d_rows:
+                            copy.write_row(row)
                     r_rows.clear()
                     d_rows.clear()
                     self.stdout.write(f"  ... {n_r} rollouts")
