@@ -65,7 +65,7 @@ def _run_bodies_clear(run: Run, cutoff: datetime, batch: int) -> tuple[int, list
             shas |= found
             cleared.append((rid, dumps(doc)))
         if cleared:
-            cur.execute("UPDATE runs_rolloutturns d SET doc = x.doc::jsonb FROM unnest(%s::bigint[], %s::text[]) "
+            cur.execute("UPDATE runs_rolloutturns d SET doc = x.doc::json FROM unnest(%s::bigint[], %s::text[]) "
                         "AS x(rid, doc) WHERE d.rollout_id = x.rid", [[c[0] for c in cleared], [c[1] for c in cleared]])
         # The error lines kept on the rollout row (and their signatures) are the outputs' last lines: they
         # go with them.

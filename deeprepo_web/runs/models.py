@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -234,13 +235,23 @@ class Rollout(models.Model):
         ]
 
 
+class JsonColumn(models.JSONField):
+    """A json column (not jsonb): Postgres keeps the text as written; psycopg hands it over parsed."""
+
+    def db_type(self, connection: Any) -> str:
+        return "json"
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        return value
+
+
 class RolloutTurns(models.Model):
     """A rollout's turns and their tool calls (nested ones too), one JSON document per rollout: a
     list of turns in order, each with its calls (`runs/turndoc.py` writes it and names its keys).
 
     One row instead of ~12 (8 turns and their calls, each with two index entries) costs Postgres
-    about half the CPU at ingest, and the document is compressed as one value (lz4) where a turn of
-    150 B never was (docs/scale.md, "Turns as one document"). Written only by the ingest services, in
+    less CPU at ingest, and the document is compressed as one value (lz4) where a turn of 150 B
+    never was (docs/scale.md, "Turns as one document"). Written only by the ingest services, in
     the transaction that creates or rebuilds its rollout; no foreign key is enforced by Postgres (a
     per-row trigger), run_delete removes them explicitly.
     """
@@ -248,7 +259,7 @@ class RolloutTurns(models.Model):
     rollout = models.OneToOneField(
         Rollout, on_delete=models.CASCADE, primary_key=True, related_name="+", db_constraint=False
     )
-    doc = models.JSONField()
+    doc = JsonColumn()
 
 
 # Turn and ToolCall are views over RolloutTurns (runs 0020): every reader that asks for a rollout's

@@ -15,13 +15,16 @@ default.
 
 from django.db import NotSupportedError, migrations, models, transaction
 
+import deeprepo_web.runs.models
+
 WINDOW = 50_000
 
-# MAIN with the smallest tuple target: every document past 128 B is compressed and kept in its row
-# (out of line only when it cannot fit a page).
+# json, not jsonb: Postgres checks the text and keeps it as it is, where jsonb would parse it into its
+# binary form, twice the server's CPU for an 8 kB rollout at ingest (docs/scale.md); the views parse
+# one rollout's document when it is read. The smallest tuple target: every document past 128 B is
+# compressed (a turn of 150 B was never) and stored out of line, packed four chunks to a page.
 CREATE = """
-CREATE TABLE runs_rolloutturns (rollout_id bigint PRIMARY KEY, doc jsonb NOT NULL);
-ALTER TABLE runs_rolloutturns ALTER COLUMN doc SET STORAGE MAIN;
+CREATE TABLE runs_rolloutturns (rollout_id bigint PRIMARY KEY, doc json NOT NULL);
 ALTER TABLE runs_rolloutturns SET (toast_tuple_target = 128);
 """
 # lz4 compresses in a fifth of pglz's time (ingest compresses every document), where the server has
@@ -51,7 +54,7 @@ WITH k AS (
   FROM runs_toolcall c WHERE c.rollout_id >= %(lo)s AND c.rollout_id < %(hi)s GROUP BY c.turn_id
 )
 INSERT INTO runs_rolloutturns (rollout_id, doc)
-SELECT t.rollout_id, jsonb_agg({_TURN} ORDER BY t.index)
+SELECT t.rollout_id, jsonb_agg({_TURN} ORDER BY t.index)::json
 FROM runs_turn t LEFT JOIN k ON k.turn_id = t.id
 WHERE t.rollout_id >= %(lo)s AND t.rollout_id < %(hi)s
 GROUP BY t.rollout_id
@@ -65,7 +68,7 @@ SELECT (t->>'id')::bigint AS id, d.rollout_id, (t->>'i')::int AS index, t->>'r' 
        coalesce((t->>'cs')::bigint, length(t->>'c'), 0) AS content_size, coalesce(t->>'rs', '') AS reasoning,
        (t->>'it')::bigint AS input_tokens, (t->>'ot')::bigint AS output_tokens, (t->>'l')::float8 AS latency,
        coalesce(t->>'m', '') AS model, coalesce(t->'md', '{}'::jsonb) AS metadata
-FROM runs_rolloutturns d CROSS JOIN LATERAL jsonb_array_elements(d.doc) AS t;
+FROM runs_rolloutturns d CROSS JOIN LATERAL jsonb_array_elements(d.doc::jsonb) AS t;
 
 -- turn_index: the call's turn's index, which search and the indexer need with the call.
 CREATE VIEW runs_toolcall AS
@@ -76,7 +79,7 @@ SELECT (c->>'id')::bigint AS id, (t->>'id')::bigint AS turn_id, d.rollout_id, (c
        coalesce((c->>'e')::boolean, false) AS is_error, (c->>'d')::float8 AS duration,
        coalesce(c->>'m', '') AS model, (c->>'it')::bigint AS input_tokens, (c->>'ot')::bigint AS output_tokens,
        (c->>'co')::float8 AS cost, (t->>'i')::int AS turn_index
-FROM runs_rolloutturns d CROSS JOIN LATERAL jsonb_array_elements(d.doc) AS t
+FROM runs_rolloutturns d CROSS JOIN LATERAL jsonb_array_elements(d.doc::jsonb) AS t
      CROSS JOIN LATERAL jsonb_array_elements(t->'k') AS c;
 """
 
@@ -173,7 +176,7 @@ class Migration(migrations.Migration):
                         ("rollout", models.OneToOneField(
                             db_constraint=False, on_delete=models.deletion.CASCADE, primary_key=True,
                             related_name="+", serialize=False, to="runs.rollout")),
-                        ("doc", models.JSONField()),
+                        ("doc", deeprepo_web.runs.models.JsonColumn()),
                     ],
                 ),
                 migrations.RemoveConstraint(model_name="turn", name="turn_rollout_index_unique"),
