@@ -107,3 +107,35 @@ def bodies_cleared(doc: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], set
             t["k"] = calls
         out.append(t)
     return out, shas
+
+
+def _number(value: Any, kind: type) -> Any:
+    # The migration wrote a stored NaN or ±Infinity as the strings "NaN" / "Infinity", as the views read them.
+    return None if value is None else kind(value)
+
+
+def turn_fields(entry: dict[str, Any]) -> dict[str, Any]:
+    """A turn entry as the columns of the view runs_turn (its `rollout_id` aside), defaults filled in
+    as the view fills them."""
+    content = entry.get("c", "")
+    return {
+        "id": entry["id"], "index": entry["i"], "role": entry.get("r", ""), "content": content,
+        "content_blob": entry.get("cb", ""), "content_size": entry.get("cs", len(content)),
+        "reasoning": entry.get("rs", ""), "input_tokens": _number(entry.get("it"), int),
+        "output_tokens": _number(entry.get("ot"), int), "latency": _number(entry.get("l"), float),
+        "model": entry.get("m", ""), "metadata": entry.get("md", {}),
+    }
+
+
+def call_fields(entry: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
+    """A call entry of `turn` as the columns of the view runs_toolcall (its `rollout_id` aside)."""
+    output = entry.get("o", "")
+    return {
+        "id": entry["id"], "turn_id": turn["id"], "turn_index": turn["i"], "parent_id": entry.get("p"),
+        "index": entry["i"], "call_id": entry.get("ci", ""), "name": entry.get("n", ""),
+        "arguments": entry.get("a"), "output": output, "output_blob": entry.get("ob", ""),
+        "output_size": entry.get("os", len(output)), "is_error": bool(entry.get("e", False)),
+        "duration": _number(entry.get("d"), float), "model": entry.get("m", ""),
+        "input_tokens": _number(entry.get("it"), int), "output_tokens": _number(entry.get("ot"), int),
+        "cost": _number(entry.get("co"), float),
+    }

@@ -11,7 +11,8 @@ from collections import defaultdict
 
 from django.db.models import Prefetch
 
-from deeprepo_web.runs.models import Rollout, ToolCall, Turn
+from deeprepo_web.runs.models import Rollout, RolloutTurns, ToolCall, Turn
+from deeprepo_web.runs.turndoc import call_fields, turn_fields
 
 
 def turn_count(rollout: Rollout) -> int:
@@ -39,14 +40,16 @@ def calls_in_order(turn: Turn) -> list[ToolCall]:
 
 def turns_after(*, rollout: Rollout, start: int, limit: int) -> tuple[list[Turn], list[ToolCall], bool]:
     """Up to `limit` turns from index `start`, every tool call of those turns (nested ones too) in
-    (turn, index, id) order, and whether more turns follow. Two queries whatever the page: the turns
-    (one extra row tells if there is a next page) and their calls."""
-    turns = list(Turn.objects.filter(rollout=rollout, index__gte=max(start, 0)).order_by("index")[: limit + 1])
-    more = len(turns) > limit
-    turns = turns[:limit]
-    calls = list(ToolCall.objects.filter(rollout=rollout, turn_id__in=[t.pk for t in turns])
-                 .order_by("turn_id", "index", "id"))
-    return turns, calls, more
+    (turn, index, id) order, and whether more turns follow. The trajectory page's read: the document is
+    read once and sliced here (through the two views Postgres parsed all of it twice for each page:
+    a page of a 2,000-turn rollout with 4,000 calls took ~65 ms that way)."""
+    doc = RolloutTurns.objects.filter(rollout=rollout).values_list("doc", flat=True).first() or []
+    after = [e for e in doc if e["i"] >= start]
+    page = after[:limit]
+    turns = [Turn(rollout=rollout, **turn_fields(e)) for e in page]
+    calls = [ToolCall(rollout=rollout, **call_fields(c, e)) for e in page for c in e.get("k", ())]
+    calls.sort(key=lambda c: (c.turn_id, c.index, c.pk))
+    return turns, calls, len(after) > limit
 
 
 def turns_and_top_calls(rollout_ids: list[int]) -> tuple[dict[int, list[Turn]], dict[int, list[ToolCall]]]:

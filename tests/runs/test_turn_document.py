@@ -244,3 +244,26 @@ def test_a_batch_sent_again_adds_only_its_new_rollouts(ingested) -> None:
     call = ToolCall.objects.get(rollout__uid="doc-later")
     assert call.arguments == {"n": None} and call.turn_id == after[-1][0] and call.parent_id is None
     assert call.id > max(ToolCall.objects.filter(rollout=rich).values_list("id", flat=True))
+
+
+def test_the_trajectory_pages_read_of_the_document_equals_the_views(ingested) -> None:
+    """turns_after (the trajectory page) reads the document in Python instead of through the views: every
+    field of every turn and call of a page comes out as the views give it, the page's bounds and order too."""
+    from deeprepo_web.runs.models import ToolCall, Turn
+    from deeprepo_web.runs.turns import turns_after
+
+    for uid in ("doc-rich", "doc-nan", "doc-empty"):
+        rollout = ingested[uid]
+        for start, limit in ((0, 50), (1, 2), (4, 10), (9, 5)):
+            turns, calls, more = turns_after(rollout=rollout, start=start, limit=limit)
+            views = list(Turn.objects.filter(rollout=rollout, index__gte=start).order_by("index"))
+            assert more == (len(views) > limit)
+            views = views[:limit]
+            view_calls = list(ToolCall.objects.filter(rollout=rollout, turn_id__in=[t.pk for t in views])
+                              .order_by("turn_id", "index", "id"))
+            fields = [f.attname for f in Turn._meta.concrete_fields]
+            assert [[getattr(t, f) for f in fields] for t in turns] == [[getattr(t, f) for f in fields] for t in views]
+            fields = [f.attname for f in ToolCall._meta.concrete_fields]
+            got = [[getattr(c, f) for f in fields] for c in calls]
+            assert got == [[getattr(c, f) for f in fields] for c in view_calls]
+    assert len(turns_after(rollout=ingested["doc-rich"], start=0, limit=50)[1]) == 8
