@@ -16,14 +16,11 @@ from typing import Any
 import psycopg
 
 from tests.ops.upgrade import ADMIN_URL, DB, REPO, release_filled, run
+from tests.runs.test_turn_document import _record
 
 BEFORE = "662f96e"  # main before runs 0020
 
 THRESHOLD = "64"  # DEEPREPO_BLOB_THRESHOLD of both releases' ingest: long bodies go to the blob store
-BIG = "0123456789" * 2_000  # past the threshold and past the row's 16 KB preview
-UNICODE = "Grüße, 世界 😀 — naïve"
-IMAGE = "iVBORw0KGgo" + "A" * 1_600  # an inline image big enough to be offloaded
-
 INGEST = """
 import django, json, sys
 django.setup()
@@ -34,31 +31,11 @@ print(rollouts_ingest(run=Run.objects.get(name=sys.argv[1]), rollouts=json.loads
 
 
 def _rich(uid: str) -> dict[str, Any]:
-    return {"example_key": "ex-fold", "uid": uid, "turns": [
-        {"role": "user", "content": "only a role and content"},
-        {"role": "system"},
-        {"role": "assistant", "content": "x" * 100, "reasoning": "let me think", "input_tokens": 123,
-         "output_tokens": 2**40, "latency": 0.1 + 0.2, "model": "gpt-test",
-         "metadata": {"a": None, "nested": {"b": [1, None, "x"]}, "ok": False},
-         "tool_calls": [
-             {"call_id": "call-1", "name": "run", "arguments": {"cmd": "ls", "cwd": None}, "output": "a.py\nb.py",
-              "duration": 1.5, "cost": 0.0001, "model": "tool-model", "input_tokens": 5, "output_tokens": 6},
-             {"name": "noop"},
-             {"name": "fail", "arguments": {"x": [None]}, "output": UNICODE * 10, "is_error": True},
-             {"name": "batch", "arguments": [], "output": BIG, "sub_calls": [
-                 {"name": "llm_query", "arguments": {"prompt": "p"}, "output": "o", "model": "sub",
-                  "input_tokens": 1, "output_tokens": 2, "cost": 0.5,
-                  "sub_calls": [{"name": "deep", "arguments": "a string argument", "is_error": False}]},
-                 {"name": "llm_query", "arguments": None, "is_error": True, "output": "Traceback\nValueError: x"},
-             ]},
-         ]},
-        {"role": "assistant", "content": UNICODE, "input_tokens": 0, "output_tokens": 0, "latency": 0.0,
-         "metadata": {}, "tool_calls": [{"name": "zeroes", "arguments": {}, "duration": 0.0, "cost": 0.0,
-                                         "input_tokens": 0}]},
-        {"role": "tool", "content": BIG, "metadata": {"k": None}},
-        {"role": "user", "content": f"look: ![chart](data:image/png;base64,{IMAGE}) done"},
-        {"role": "", "content": " ", "tool_calls": [{"name": "", "arguments": False, "output": "0"}]},
-    ]}
+    """The round-trip test's record (every optional field, nested calls, big bodies, an inline image),
+    with one more turn of empty values and a latency of 0."""
+    record = _record()
+    extra = {"role": "", "content": " ", "latency": 0.0, "tool_calls": [{"name": "", "arguments": False, "output": "0"}]}
+    return {**record, "example_key": "ex-fold", "uid": uid, "turns": [*record["turns"], extra]}
 
 
 # What the release before stored as it came: NaN and Infinity in float8 columns.
