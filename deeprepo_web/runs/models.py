@@ -249,9 +249,9 @@ class RolloutTurns(models.Model):
     """A rollout's turns and their tool calls (nested ones too), one JSON document per rollout: a
     list of turns in order, each with its calls (`runs/turndoc.py` writes it and names its keys).
 
-    One row instead of ~12 (8 turns and their calls, each with two index entries) costs Postgres
-    less CPU at ingest, and the document is compressed as one value (lz4) where a turn of 150 B
-    never was (docs/scale.md, "Turns as one document"). Written only by the ingest services, in
+    One row instead of ~12 (8 turns and their calls, each with two index entries), compressed as one
+    value (lz4) where a turn of 150 B never was: turns and calls take half the bytes they took as rows
+    (docs/scale.md, "Turns as one document"). Written only by the ingest services, in
     the transaction that creates or rebuilds its rollout; no foreign key is enforced by Postgres (a
     per-row trigger), run_delete removes them explicitly.
     """

@@ -2,7 +2,8 @@
 
 They are stored as one document per rollout (runs_rolloutturns, runs/turndoc.py) and read here
 through the views runs_turn and runs_toolcall (the Turn and ToolCall models), always by rollout:
-Postgres then expands that rollout's document only.
+Postgres then expands that rollout's document only. The trajectory page's read (`turns_after`) takes
+the document itself and slices it here, one parse instead of the views' two.
 """
 
 from __future__ import annotations
