@@ -6,7 +6,6 @@ went. OTLP items whose trace became a rollout go after DEEPREPO_OTLP_ITEM_DAYS e
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -61,7 +60,7 @@ def _run_bodies_clear(run: Run, cutoff: datetime, batch: int) -> tuple[int, list
         shas: set[str] = set()
         cleared: list[tuple[int, str]] = []
         for rid, doc in cur.fetchall():
-            doc, found = bodies_cleared(json.loads(doc) if isinstance(doc, str) else doc)
+            doc, found = bodies_cleared(doc)  # a json column: psycopg hands it over parsed
             shas |= found
             cleared.append((rid, dumps(doc)))
         if cleared:
