@@ -9,7 +9,9 @@ one process, the cache cleared before each (docs/scale.md, "A common word in a b
     psql … -c 'VACUUM ANALYZE'
     DATABASE_URL=… uv run --no-sync python bench/search_big_run.py [--against <rev>] [--rounds 2]
 
-The run is the project's biggest. A failed search (its timeout) is timed and counted as "failed".
+The run is the project's biggest, or `--run newest` (e.g. the run of 3,000 rollouts of 8 kB that
+`bench/indexer.py --rollouts 3000` logs last into a bench/search.py database: docs/scale.md, "A rare text in
+one run"), or a run's public id. A failed search (its timeout) is timed and counted as "failed".
 Prints one JSON object on its last line.
 """
 
@@ -26,6 +28,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from urllib.parse import parse_qsl
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -55,6 +58,14 @@ QUERIES = [
     ("page", "q=FileNotFoundError"),
     ("page", "q=injection&run=RUN"),
     ("page", "q=zebra"),
+    # Rare and absent texts in one run, and a common substring's chart.
+    ("page", "q=quota+exceeded&run=RUN"),
+    ("chart", "q=quota+exceeded&run=RUN"),
+    ("page", "q=zebra&run=RUN"),
+    ("page", "q=quota+exceed&mode=substring&run=RUN"),
+    ("chart", "q=quota+exceed&mode=substring&run=RUN"),
+    ("page", "q=quota+%5Ba-z%5D%2B+after&mode=regex&run=RUN"),
+    ("chart", "q=db.py%3A42&mode=substring&run=RUN"),
 ]
 
 
@@ -101,16 +112,19 @@ def main() -> None:
     parser.add_argument("--project", default="scale")
     parser.add_argument("--against", help="a git revision whose selectors run beside this checkout's")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--run", default="biggest", help="biggest, newest, or a run's public id")
     args = parser.parse_args()
     project = Project.objects.get(slug=args.project)
-    run = Run.objects.filter(project=project).annotate(n=Count("rollouts")).order_by("-n").first()
-    assert run is not None, "no run in the project"
+    runs = Run.objects.filter(project=project).annotate(n=Count("rollouts"))
+    run = {"biggest": runs.order_by("-n"), "newest": runs.order_by("-id")}.get(
+        args.run, runs.filter(public_id=args.run)).first()
+    assert run is not None, f"no run {args.run!r} in the project"
     variants = {"this": selectors}
     if args.against:
         variants = {args.against: selectors_at(args.against), "this": selectors}
     figures: dict[str, Any] = {"run_rollouts": run.n, "queries": {}}  # type: ignore[attr-defined]
     for kind, query in QUERIES:
-        params = dict(part.split("=", 1) for part in query.replace("RUN", run.public_id).split("&"))
+        params = dict(parse_qsl(query.replace("RUN", run.public_id)))
         times: dict[str, list[Any]] = {name: [] for name in variants}
         for _ in range(args.rounds):
             for name, module in variants.items():

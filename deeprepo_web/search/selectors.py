@@ -159,14 +159,23 @@ def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: 
     if not S.rollout_conditions(spec, label_id=scope.label_id)[0]:
         # The runs are all that keeps a rollout: tested on the matching documents themselves, with no probe
         # of runs_rollout per hit (~150 of 265 ms for a text in 16,000 rollouts at 10^7, docs/scale.md).
-        hits, hit_params = S.matched_sql(spec, run_ids=scope.run_ids,
-                                         doc_runs="index" if scope.one_small_run else "filter")
+        hits, hit_params = S.matched_sql(spec, run_ids=scope.run_ids, doc_runs=_doc_runs(scope, spec, "filter"))
         bound, bound_params = ("", []) if beyond is None else (f" WHERE x.id {'>' if backward else '<'} %s", [beyond])
         order = f" ORDER BY x.id {way}" if ordered else ""
         return f"SELECT DISTINCT x.id FROM ({hits}) x(id){bound}{order}", hit_params + bound_params
     # Filters on the rollout read runs_rollout for each hit anyway, and keep its runs there too.
-    hits, hit_params = S.matched_sql(spec, run_ids=scope.run_ids, doc_runs="index" if scope.one_small_run else "")
+    hits, hit_params = S.matched_sql(spec, run_ids=scope.run_ids, doc_runs=_doc_runs(scope, spec, ""))
     return f"SELECT r.id FROM runs_rollout r WHERE r.id IN ({hits}) AND {where}{order}", hit_params + params
+
+
+def _doc_runs(scope: Scope, spec: SearchSpec, otherwise: str) -> str:
+    """How the index way finds the documents of a search (sql.matched_sql's `doc_runs`). One small run's
+    own documents, each tested, only for a text that many documents hold (`_walk`): the project's hits
+    would be more. A rarer text is found through its index in the whole table (fewer than WALK_AFTER_HITS
+    documents), its run tested on each. The planner took the run's documents for every text, and computed
+    each one's tsvector: a rare word in a run of 3,000 rollouts of 8 kB took 3.3 s, for the list and again
+    for its chart (docs/scale.md, "A rare text in one run")."""
+    return "index" if scope.one_small_run and _walk(spec) else otherwise
 
 
 # Past this many hits, walking the rollouts newest first finds a page sooner than collecting every hit.

@@ -75,14 +75,16 @@ def _prompt_field(spec: SearchSpec) -> Sql:
 
 def matched_sql(spec: SearchSpec, *, run_ids: list[int], doc_runs: str = "index") -> Sql:
     """Rows (rollout_id): every rollout whose document matches (once per matching part), or whose
-    example's prompt does, as the GIN indexes find them. `doc_runs`: how the documents' own run is
-    tested — "index" through search_doc_run (one run's documents), "filter" on each document the match
-    found (many runs: through the index, the planner walked every document of the runs and tested each
-    body, >20 s for a common word at 1,000 runs), "" not at all (the caller joins runs_rollout).
+    example's prompt does. `doc_runs`: how the documents are found and their run tested —
+    "index": the run's own documents through search_doc_run, each one tested (one small run and a common
+    text, selectors._doc_runs), and its prompts through the examples of its rollouts; "filter": the GIN
+    indexes find the matching documents, the run tested on each (many runs: through the index, the planner
+    walked every document of the runs and tested each body, >20 s for a common word at 1,000 runs); ""
+    the same, the run not tested at all (the caller joins runs_rollout).
 
     `d.src || ''`, `d.obj + 0`: a source and an example no index holds, so the documents come from the
-    text's index (with the run's, a BitmapAnd). Read by source through the primary key, each document's
-    tsvector was computed when the planner took the text for a common one (selectors._bitmaps_only)."""
+    text's index. Read by source through the primary key, each document's tsvector was computed when the
+    planner took the text for a common one (selectors._bitmaps_only)."""
     match, params = doc_match(spec)
     parts: list[str] = []
     out: list[Any] = []
@@ -91,14 +93,27 @@ def matched_sql(spec: SearchSpec, *, run_ids: list[int], doc_runs: str = "index"
         # `+ 0`: an expression no index holds, so the run is tested on the documents the match found.
         column = {"index": "d.run_id", "filter": "d.run_id + 0"}.get(doc_runs)
         near, near_params = (f" AND {column} = ANY(%s)", [run_ids]) if column else ("", [])
+        # Each of the run's documents is tested: those without every word as a substring cost no tsvector
+        # (3,000 documents of 8 kB: 3.4 s computed, 0.25 s with this first; docs/scale.md).
+        held, held_params = _words_held(spec) if doc_runs == "index" else ("", [])
         field, field_params = _in_rollout(spec, "d.obj")
-        parts.append(f"SELECT d.obj FROM search_doc d WHERE d.src || '' = 'rollout'{near} AND {match}{field}")
-        out += [*near_params, *params, *field_params]
+        parts.append(f"SELECT d.obj FROM search_doc d WHERE d.src || '' = 'rollout'{near} AND {held}{match}{field}")
+        out += [*near_params, *held_params, *params, *field_params]
     if "prompt" in sources:
         field, field_params = _prompt_field(spec)
-        parts.append("SELECT ro.id FROM search_doc d JOIN runs_rollout ro ON ro.example_id = d.obj + 0 "
-                     f"WHERE d.src || '' = 'prompt' AND ro.run_id = ANY(%s) AND {match}{field}")
-        out += [run_ids, *params, *field_params]
+        if doc_runs == "index":
+            # The run's examples, each one's prompt tested: a common text's prompts in the whole table were
+            # read through the trigram index and each rechecked (100,000 candidates for `db.py:42` at 10^5).
+            # ARRAY(...): the examples matched once (an InitPlan), not again for each rollout of the run.
+            parts.append("SELECT ro.id FROM runs_rollout ro WHERE ro.run_id = ANY(%s) AND ro.example_id = ANY(ARRAY("
+                         "SELECT e.id FROM (SELECT DISTINCT x.example_id FROM runs_rollout x WHERE x.run_id = ANY(%s)) "
+                         "e(id) CROSS JOIN LATERAL (SELECT 1 FROM search_doc d WHERE d.src = 'prompt' AND d.obj = e.id "
+                         f"AND {match}{field} LIMIT 1) m))")
+            out += [run_ids, run_ids, *params, *field_params]
+        else:
+            parts.append("SELECT ro.id FROM search_doc d JOIN runs_rollout ro ON ro.example_id = d.obj + 0 "
+                         f"WHERE d.src || '' = 'prompt' AND ro.run_id = ANY(%s) AND {match}{field}")
+            out += [run_ids, *params, *field_params]
     return " UNION ALL ".join(parts), out
 
 
