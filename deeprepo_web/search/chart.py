@@ -57,6 +57,23 @@ def step_groups(steps: list[int], lo: int, hi: int) -> list[tuple[StepGroup, lis
     return out
 
 
+# A bar that counts anything is drawn at least this wide and high (chart units of WIDTH x HEIGHT; the page
+# shows 60 units as 40 px): a text in 1 of a step's 512 rollouts was 0.12 units high, and over 280 steps each
+# bar 1.1 wide: nothing to see or hover.
+MIN_BAR_W, MIN_BAR_H = 4.0, 6.0
+
+
+def bar(group: StepGroup, share: float, title: str) -> Bar:
+    """The bar of `group`, as high as `share` (0 to 1) of the chart; one of a share above 0 stays visible,
+    widened about its own place (its title says the exact numbers)."""
+    x, w, h = group.x, group.w, HEIGHT * share
+    if share > 0:
+        h = max(h, MIN_BAR_H)
+        if w < MIN_BAR_W:
+            x, w = min(max(0.0, x - (MIN_BAR_W - w) / 2), WIDTH - MIN_BAR_W), MIN_BAR_W
+    return Bar(x=round(x, 2), y=round(HEIGHT - h, 2), w=round(w, 2), h=round(h, 2), title=title)
+
+
 def steps_label(group: StepGroup) -> str:
     return f"step {group.first}" if group.first == group.last else f"steps {group.first}-{group.last}"
 
@@ -75,9 +92,8 @@ def chart_rows(counts: dict[int, dict[int | None, tuple[int, int]]], runs: dict[
                 m = sum(per_step[s][0] for s in members)
                 t = sum(per_step[s][1] for s in members)
                 rate = m / t if t else 0.0
-                h = HEIGHT * rate
-                bars.append(Bar(x=group.x, y=round(HEIGHT - h, 2), w=group.w, h=round(h, 2),
-                                title=f"{steps_label(group)}: {m} of {t} rollouts ({rate:.0%})"))
+                share = "<1%" if 0 < rate < 0.005 else f"{rate:.0%}"
+                bars.append(bar(group, rate, f"{steps_label(group)}: {m} of {t} rollouts ({share})"))
         out.append(RunCounts(run=runs[run_id], matched=matched, total=total, bars=bars, eval_only=not steps,
                              first_step=steps[0] if steps else None, last_step=steps[-1] if steps else None))
     out.sort(key=lambda rc: (-rc.matched, rc.run.name))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from deeprepo_web.replica.router import read_cursor
 from deeprepo_web.runs.models import Run
-from deeprepo_web.search.chart import HEIGHT, Bar, step_groups, steps_label
+from deeprepo_web.search.chart import Bar, bar, step_groups, steps_label
 
 TOP = 50
 
@@ -75,8 +75,7 @@ def _bars(per_step: dict[int, int], lo: int, hi: int) -> list[Bar]:
     high as its count against the signature's highest."""
     groups = [(g, sum(per_step[s] for s in members)) for g, members in step_groups(sorted(per_step), lo, hi)]
     top = max((n for _, n in groups), default=1)
-    return [Bar(x=g.x, y=round(HEIGHT - HEIGHT * n / top, 2), w=g.w, h=round(HEIGHT * n / top, 2),
-                title=f"{steps_label(g)}: {n}") for g, n in groups]
+    return [bar(g, n / top, f"{steps_label(g)}: {n}") for g, n in groups]
 
 
 def error_signatures(*, run: Run) -> tuple[list[Signature], tuple[int, int] | None]:

@@ -101,3 +101,18 @@ def test_bars_group_steps_past_the_chart_width():
     rows = chart_rows({1: {s: (1, 4) for s in range(10_000)} | {None: (5, 5)}}, {1: Run(name="r")})
     assert len(rows[0].bars) == 295 and rows[0].bars[0].title == "steps 0-33: 34 of 136 rollouts (25%)"
     assert rows[0].matched == 10_005 and (rows[0].first_step, rows[0].last_step) == (0, 9_999)
+
+
+def test_a_rare_match_keeps_a_bar_one_can_see_and_hover():
+    """1 of a step's 512 rollouts over 280 steps was a bar 0.12 units high and 1.1 wide: invisible."""
+    from deeprepo_web.runs.models import Run
+    from deeprepo_web.search.chart import HEIGHT, MIN_BAR_H, MIN_BAR_W, WIDTH, chart_rows
+
+    per_step = {s: (1 if s in (0, 171, 279) else 0, 512) for s in range(280)}
+    bars = chart_rows({1: per_step}, {1: Run(name="r")})[0].bars
+    hits = [b for b in bars if b.title.endswith("1 of 512 rollouts (<1%)")]
+    assert len(hits) == 3 and len(bars) == 280
+    assert all(b.h == MIN_BAR_H and b.w == MIN_BAR_W and b.y == HEIGHT - MIN_BAR_H for b in hits)
+    assert hits[0].x == 0 and WIDTH - MIN_BAR_W - 1 < hits[-1].x <= WIDTH - MIN_BAR_W  # widened inside the chart
+    assert abs(hits[1].x + MIN_BAR_W / 2 - (171 * WIDTH / 280 + bars[170].w / 2)) < 0.1  # about its own step
+    assert {b.h for b in bars if b not in hits} == {0.0}  # a step without a match draws nothing
