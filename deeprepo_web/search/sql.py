@@ -73,7 +73,7 @@ def _prompt_field(spec: SearchSpec) -> Sql:
     return f" AND EXISTS (SELECT 1 FROM runs_example f WHERE f.id = d.obj AND {cond})", params
 
 
-def matched_sql(spec: SearchSpec, *, run_ids: list[int], doc_runs: str = "index") -> Sql:
+def matched_sql(spec: SearchSpec, *, run_ids: list[int], doc_runs: str) -> Sql:
     """Rows (rollout_id): every rollout whose document matches (once per matching part), or whose
     example's prompt does. `doc_runs`: how the documents are found and their run tested —
     "index": the run's own documents through search_doc_run, each one tested (one small run and a common
