@@ -327,9 +327,11 @@ def test_a_common_text_in_one_small_run_reads_the_run_and_its_examples_only(team
         assert selectors._doc_runs(scope, spec, "filter") == "index"
         sql, params = selectors._matches_sql(scope, spec, ordered=False)
         assert ("ILIKE ALL" in sql) is (mode == "words")
-        plan = _plan(sql, params)
-        assert "search_doc_trgm" not in plan and "search_doc_tsv" not in plan  # no index over every document
-        assert "search_doc_run" in plan and "search_doc_pkey" in plan  # the run's documents, its examples' prompts
+        # The run's own documents (its index usable), the prompts of its examples: no document is kept by a
+        # test of its run or example after the text's index found it in the whole table.
+        assert "d.run_id = ANY" in sql and "d.run_id + 0" not in sql and "d.obj + 0" not in sql
+        assert "SELECT DISTINCT x.example_id FROM runs_rollout x" in sql
+        assert "search_doc_pkey" in _plan(sql, params)  # each example's prompt read by its key
 
 
 @pytest.mark.parametrize("query", [
