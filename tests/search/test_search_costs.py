@@ -31,6 +31,12 @@ def _common_word_in_the_run(corpus, n: int) -> None:
         cur.execute("ANALYZE search_doc")
 
 
+def _plan(sql: str, params: list, *, analyze: bool = False, bitmaps: bool = True) -> str:
+    """The plan of a search statement under the settings the search runs it with (selectors._run)."""
+    explain = "EXPLAIN (ANALYZE, COSTS OFF)" if analyze else "EXPLAIN (COSTS OFF)"
+    return "\n".join(row[0] for row in selectors._run(f"{explain} {sql}", params, 5_000, bitmaps=bitmaps))
+
+
 def test_a_text_the_planner_calls_common_is_walked_without_counting_its_hits(team, corpus, monkeypatch):
     monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 100)
     _common_word_in_the_run(corpus, 400)
@@ -236,12 +242,9 @@ def test_the_index_way_finds_a_common_word_through_its_index_and_computes_no_tsv
     scope = search_scope(project=team.project, spec=spec)
     assert not scope.one_small_run
     sql, params = selectors._matches_sql(scope, spec, ordered=False)
-
-    def plan(bitmaps: bool) -> str:
-        return "\n".join(row[0] for row in selectors._run(f"EXPLAIN {sql}", params, 5_000, bitmaps=bitmaps))
-
-    assert "Seq Scan on search_doc" in plan(False)  # what the planner picks when it may: every body's tsvector
-    chosen = plan(True)
+    # what the planner picks when it may: every body's tsvector
+    assert "Seq Scan on search_doc" in _plan(sql, params, bitmaps=False)
+    chosen = _plan(sql, params)
     assert "Bitmap Index Scan on search_doc_tsv" in chosen
     assert chosen.count("Bitmap Index Scan on search_doc_tsv") == 2  # the rollouts' documents, the prompts'
     assert "Seq Scan on search_doc" not in chosen and "search_doc_run" not in chosen and "search_doc_pkey" not in chosen
@@ -284,11 +287,6 @@ def test_the_chart_of_a_common_word_in_a_big_run_asks_its_index_with_bitmaps(tea
     search_counts(scope=search_scope(project=team.project, spec=spec), spec=spec)
     matched = [bitmaps for sql, bitmaps in asked if "search_doc d" in sql and "GROUP BY 1, 2" in sql]
     assert matched == [True]
-
-
-def _plan(sql: str, params: list, *, analyze: bool = False) -> str:
-    explain = "EXPLAIN (ANALYZE, COSTS OFF)" if analyze else "EXPLAIN (COSTS OFF)"
-    return "\n".join(row[0] for row in selectors._run(f"{explain} {sql}", params, 5_000, bitmaps=True))
 
 
 def test_a_rare_word_in_one_small_run_is_found_through_its_index_not_by_testing_the_runs_documents(team, corpus):
