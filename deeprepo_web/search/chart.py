@@ -4,14 +4,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from deeprepo_web.runs.models import Run
+
+if TYPE_CHECKING:
+    from deeprepo_web.search.selectors import Sample
 
 WIDTH, HEIGHT = 600, 60
 MAX_RUNS = 50  # the runs with the most matches; a project may have thousands
 # Bars a chart draws at most: steps are grouped past it. A run of 20,000 steps drew 20,000 rectangles
 # per chart (0.6-0.9 s of a page at 666,667 rollouts, docs/scale.md), narrower than a pixel.
 MAX_BARS = 300
+# A chart drawn from a sample has bars of at least this many tested rollouts: a share of 10 is ±30 %.
+SAMPLED_PER_BAR = 40
 
 
 @dataclass
@@ -32,6 +38,7 @@ class RunCounts:
     eval_only: bool  # every matching rollout has no step (an eval)
     first_step: int | None = None
     last_step: int | None = None
+    tested: int = 0  # drawn from a sample of this many of the run's rollouts (0: every one counted)
 
 
 @dataclass
@@ -42,11 +49,11 @@ class StepGroup:
     w: float
 
 
-def step_groups(steps: list[int], lo: int, hi: int) -> list[tuple[StepGroup, list[int]]]:
-    """The sorted `steps` in groups of equal width over the range lo..hi, at most MAX_BARS: each group
+def step_groups(steps: list[int], lo: int, hi: int, bars: int = MAX_BARS) -> list[tuple[StepGroup, list[int]]]:
+    """The sorted `steps` in groups of equal width over the range lo..hi, at most `bars`: each group
     with the steps it holds (groups holding none are left out)."""
     span = hi - lo + 1
-    size = -(-span // MAX_BARS)  # steps a group covers
+    size = -(-span // bars)  # steps a group covers
     w = max(1.0, WIDTH * size / span - 1)
     out: list[tuple[StepGroup, list[int]]] = []
     for s in steps:
@@ -78,7 +85,10 @@ def steps_label(group: StepGroup) -> str:
     return f"step {group.first}" if group.first == group.last else f"steps {group.first}-{group.last}"
 
 
-def chart_rows(counts: dict[int, dict[int | None, tuple[int, int]]], runs: dict[int, Run]) -> list[RunCounts]:
+def chart_rows(counts: dict[int, dict[int | None, tuple[int, int]]], runs: dict[int, Run],
+               sample: Sample | None = None) -> list[RunCounts]:
+    """The chart's rows from search_counts' counts, or from search_sample's (`sample`: its one run's matches
+    are then an estimate, and its bars hold SAMPLED_PER_BAR tested rollouts or more)."""
     out = []
     for run_id, per_step in counts.items():
         matched = sum(m for m, _ in per_step.values())
@@ -86,15 +96,20 @@ def chart_rows(counts: dict[int, dict[int | None, tuple[int, int]]], runs: dict[
             continue
         total = sum(t for _, t in per_step.values())
         steps = sorted(s for s in per_step if s is not None)
+        of = "sampled rollouts" if sample else "rollouts"
         bars = []
         if steps:
-            for group, members in step_groups(steps, steps[0], steps[-1]):
+            most = max(1, min(MAX_BARS, total // SAMPLED_PER_BAR)) if sample else MAX_BARS
+            for group, members in step_groups(steps, steps[0], steps[-1], most):
                 m = sum(per_step[s][0] for s in members)
                 t = sum(per_step[s][1] for s in members)
                 rate = m / t if t else 0.0
                 share = "<1%" if 0 < rate < 0.005 else f"{rate:.0%}"
-                bars.append(bar(group, rate, f"{steps_label(group)}: {m} of {t} rollouts ({share})"))
-        out.append(RunCounts(run=runs[run_id], matched=matched, total=total, bars=bars, eval_only=not steps,
-                             first_step=steps[0] if steps else None, last_step=steps[-1] if steps else None))
+                bars.append(bar(group, rate, f"{steps_label(group)}: {m} of {t} {of} ({share})"))
+        row = RunCounts(run=runs[run_id], matched=matched, total=total, bars=bars, eval_only=not steps,
+                        first_step=steps[0] if steps else None, last_step=steps[-1] if steps else None)
+        if sample:
+            row.matched, row.total, row.tested = sample.estimated, sample.rollouts, total
+        out.append(row)
     out.sort(key=lambda rc: (-rc.matched, rc.run.name))
     return out[:MAX_RUNS]

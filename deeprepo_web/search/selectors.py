@@ -529,6 +529,61 @@ def search_counts(*, scope: Scope, spec: SearchSpec,
     return out
 
 
+# One run past this many rollouts, searched for a text many documents hold (`_walk`), has its chart drawn from a
+# sample of about CHART_SAMPLE of its rollouts: counting every match reads each matching document and each
+# one's rollout (a word in half of a run of 10^6 rollouts: 6.6 s; a common substring there ran into
+# COUNTS_TIMEOUT_MS), where testing a sample costs the same at any size (docs/scale.md, "A common text in a
+# big run: its chart from a sample").
+SAMPLE_RUN = 100_000
+CHART_SAMPLE = 4_000
+# A sample with fewer hits than this shows too little of where they are: the run is counted exactly.
+SAMPLE_MIN_HITS = 40
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One run's counts (as search_counts gives them) over the `tested` of its `rollouts` that a hash of their
+    ids picked: the same search draws the same chart."""
+
+    counts: dict[int, dict[int | None, tuple[int, int]]]
+    tested: int
+    rollouts: int
+
+    @property
+    def hits(self) -> int:
+        return sum(m for steps in self.counts.values() for m, _ in steps.values())
+
+    @property
+    def estimated(self) -> int:
+        """The run's matching rollouts, estimated from the sample's share of them (to 3 digits: the sample
+        knows no more)."""
+        return int(float(f"{self.rollouts * self.hits / self.tested:.3g}")) if self.tested else 0
+
+
+def search_sample(*, scope: Scope, spec: SearchSpec) -> Sample | None:
+    """The chart's counts from a sample, for one run of SAMPLE_RUN rollouts or more and a text many documents
+    hold; None where search_counts answers exactly (any other search, or a sample with too few hits)."""
+    if scope.empty or not spec.q or len(scope.run_ids) != 1 or scope.one_small_run or not _walk(spec, sure=True):
+        return None
+    run_id = scope.run_ids[0]
+    rollouts = _run("SELECT count(*) FROM runs_rollout WHERE run_id = %s", [run_id], COUNTS_TIMEOUT_MS)[0][0]
+    if rollouts < SAMPLE_RUN:
+        return None
+    conds, params = S.rollout_conditions(spec, label_id=scope.label_id)
+    probe, probe_params = S.rollout_probe(spec)
+    # The filters first: a rollout they drop is not tested (AND stops at its first false). The hash, not the
+    # id itself: ids run in a group's order, and every k-th of them would take the same place in each group.
+    rows = _run(f"SELECT r.run_id, r.step, count(*) FILTER (WHERE {' AND '.join([*conds, f'({probe}) > 0'])}), "
+                "count(*) FROM runs_rollout r WHERE r.id IN (SELECT s.id FROM runs_rollout s WHERE s.run_id = %s "
+                "AND hashint8(s.id) %% %s = 0) GROUP BY 1, 2",
+                [*params, *probe_params, run_id, max(1, rollouts // CHART_SAMPLE)], COUNTS_TIMEOUT_MS)
+    counts: dict[int, dict[int | None, tuple[int, int]]] = {}
+    for run, step, hits, n in rows:
+        counts.setdefault(run, {})[step] = (hits, n)
+    sample = Sample(counts=counts, tested=sum(n for *_, n in rows), rollouts=rollouts)
+    return sample if sample.hits >= SAMPLE_MIN_HITS else None
+
+
 def _filtered_counts(scope: Scope, spec: SearchSpec) -> list[tuple[Any, ...]]:
     """(run id, step, rollouts the filters keep, rollouts) of one run searched by its filters alone, in one
     pass over its rollouts. Counted as a search (the kept ids, joined back to their rows) and the totals

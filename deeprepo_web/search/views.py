@@ -35,6 +35,7 @@ from deeprepo_web.search.selectors import (
     search_counts,
     search_results,
     search_rollout_ids,
+    search_sample,
     search_scope,
 )
 from deeprepo_web.search.spec import MODES, spec_parse
@@ -108,8 +109,9 @@ def counts(request: HttpRequest, slug: str) -> HttpResponse:
     failed = ""
     too_common = False
     try:
-        counts = search_counts(scope=scope, spec=spec, top=MAX_RUNS)  # what the chart shows
-        rows = chart_rows(counts, scope.runs_for(counts))
+        sample = search_sample(scope=scope, spec=spec)  # one big run and a common text: a sample of it
+        counts = sample.counts if sample else search_counts(scope=scope, spec=spec, top=MAX_RUNS)  # what the chart shows
+        rows = chart_rows(counts, scope.runs_for(counts), sample)
     except SearchTooCommon:
         too_common = True
     except SearchFailed as exc:

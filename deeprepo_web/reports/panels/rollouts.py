@@ -22,7 +22,7 @@ from deeprepo_web.reports.panels.base import (
 )
 from deeprepo_web.runs.models import Example, Rollout
 from deeprepo_web.runs.turns import calls_in_order, turn_count, turns_page
-from deeprepo_web.search.selectors import SearchFailed, search_counts, search_scope
+from deeprepo_web.search.selectors import SearchFailed, search_counts, search_sample, search_scope
 from deeprepo_web.search.spec import spec_parse
 
 MAX_TURNS = 12
@@ -144,20 +144,24 @@ def search_compute(project: Project, params: dict[str, Any]) -> dict[str, Any]:
     if spec.run and scope.empty:
         raise PanelGone(f"run {spec.run} was deleted; this panel has nothing to show")
     try:
-        counts = search_counts(scope=scope, spec=spec)
+        sample = search_sample(scope=scope, spec=spec)  # one big run and a common text: a sample of it
+        counts = sample.counts if sample else search_counts(scope=scope, spec=spec)
     except SearchFailed as exc:
         raise PanelError(str(exc)) from None
     out = []
     for run_id, per_step in sorted(counts.items(), key=lambda kv: -sum(m for m, _ in kv[1].values()))[:8]:
         steps = sorted(s for s in per_step if s is not None)
-        out.append({"run": scope.runs[run_id].name, "steps": steps,
-                    "share": [per_step[s][0] / per_step[s][1] if per_step[s][1] else None for s in steps],
-                    "matched": sum(m for m, _ in per_step.values()), "total": sum(t for _, t in per_step.values())})
+        row = {"run": scope.runs[run_id].name, "steps": steps,
+               "share": [per_step[s][0] / per_step[s][1] if per_step[s][1] else None for s in steps],
+               "matched": sum(m for m, _ in per_step.values()), "total": sum(t for _, t in per_step.values())}
+        if sample:  # the shares are the sample's; the run's figures, estimated from it
+            row.update(matched=sample.estimated, total=sample.rollouts, tested=sample.tested)
+        out.append(row)
     return {"query": spec.q or spec.tool or spec.label, "runs": out}
 
 
 def search_markdown(params: dict[str, Any], data: dict[str, Any]) -> str:
-    rows = [[r["run"], str(r["matched"]), str(r["total"]),
+    rows = [[r["run"], ("≈ " if r.get("tested") else "") + str(r["matched"]), str(r["total"]),
              f"{100 * r['matched'] / r['total']:.1f}%" if r["total"] else "—"] for r in data.get("runs", [])]
     return f"Rollouts matching `{data.get('query', '')}`\n\n" + md_table(["Run", "Matching", "Rollouts", "Share"], rows)
 
