@@ -96,9 +96,9 @@ def timed(module: Any, project: Project, kind: str, params: dict[str, str]) -> t
     cache.clear()
     t0 = time.monotonic()
     try:
-        if kind == "chart":  # as the chart's view asks: a sample first (a revision before it has none)
-            sample = module.search_sample(scope=scope, spec=spec) if hasattr(module, "search_sample") else None
-            counts = module.search_counts(scope=scope, spec=spec) if sample is None else {}
+        if kind == "chart":  # as the chart's view asks (a revision before search_chart counts every hit)
+            counts, sample = (module.search_chart(scope=scope, spec=spec) if hasattr(module, "search_chart")
+                              else (module.search_counts(scope=scope, spec=spec), None))
             found: Any = (f"~{sample.estimated} ({sample.hits} of {sample.tested})" if sample else
                           sum(hits for steps in counts.values() for hits, _ in steps.values()))
         else:

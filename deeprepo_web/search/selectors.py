@@ -563,7 +563,7 @@ class Sample:
 def search_sample(*, scope: Scope, spec: SearchSpec) -> Sample | None:
     """The chart's counts from a sample, for one run of SAMPLE_RUN rollouts or more and a text many documents
     hold; None where search_counts answers exactly (any other search, or a sample with too few hits)."""
-    if scope.empty or not spec.q or len(scope.run_ids) != 1 or scope.one_small_run or not _walk(spec, sure=True):
+    if scope.empty or not spec.q or len(scope.run_ids) != 1 or not _walk(spec, sure=True):
         return None
     run_id = scope.run_ids[0]
     rollouts = _run("SELECT count(*) FROM runs_rollout WHERE run_id = %s", [run_id], COUNTS_TIMEOUT_MS)[0][0]
@@ -582,6 +582,14 @@ def search_sample(*, scope: Scope, spec: SearchSpec) -> Sample | None:
         counts.setdefault(run, {})[step] = (hits, n)
     sample = Sample(counts=counts, tested=sum(n for *_, n in rows), rollouts=rollouts)
     return sample if sample.hits >= SAMPLE_MIN_HITS else None
+
+
+def search_chart(*, scope: Scope, spec: SearchSpec, top: int | None = None) -> tuple[
+        dict[int, dict[int | None, tuple[int, int]]], Sample | None]:
+    """What a chart of where the text occurs draws (the search page's, a report panel's): one big run's
+    sample (`search_sample`), or else the exact counts (`search_counts`), with the sample or None."""
+    sample = search_sample(scope=scope, spec=spec)
+    return (sample.counts, sample) if sample else (search_counts(scope=scope, spec=spec, top=top), None)
 
 
 def _filtered_counts(scope: Scope, spec: SearchSpec) -> list[tuple[Any, ...]]:

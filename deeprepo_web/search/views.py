@@ -32,10 +32,9 @@ from deeprepo_web.search.indexer import LAG_COUNTED, search_index_lag
 from deeprepo_web.search.selectors import (
     SearchFailed,
     SearchTooCommon,
-    search_counts,
+    search_chart,
     search_results,
     search_rollout_ids,
-    search_sample,
     search_scope,
 )
 from deeprepo_web.search.spec import MODES, spec_parse
@@ -109,8 +108,7 @@ def counts(request: HttpRequest, slug: str) -> HttpResponse:
     failed = ""
     too_common = False
     try:
-        sample = search_sample(scope=scope, spec=spec)  # one big run and a common text: a sample of it
-        counts = sample.counts if sample else search_counts(scope=scope, spec=spec, top=MAX_RUNS)  # what the chart shows
+        counts, sample = search_chart(scope=scope, spec=spec, top=MAX_RUNS)  # what the chart shows
         rows = chart_rows(counts, scope.runs_for(counts), sample)
     except SearchTooCommon:
         too_common = True

@@ -22,7 +22,7 @@ from deeprepo_web.reports.panels.base import (
 )
 from deeprepo_web.runs.models import Example, Rollout
 from deeprepo_web.runs.turns import calls_in_order, turn_count, turns_page
-from deeprepo_web.search.selectors import SearchFailed, search_counts, search_sample, search_scope
+from deeprepo_web.search.selectors import SearchFailed, search_chart, search_scope
 from deeprepo_web.search.spec import spec_parse
 
 MAX_TURNS = 12
@@ -144,8 +144,7 @@ def search_compute(project: Project, params: dict[str, Any]) -> dict[str, Any]:
     if spec.run and scope.empty:
         raise PanelGone(f"run {spec.run} was deleted; this panel has nothing to show")
     try:
-        sample = search_sample(scope=scope, spec=spec)  # one big run and a common text: a sample of it
-        counts = sample.counts if sample else search_counts(scope=scope, spec=spec)
+        counts, sample = search_chart(scope=scope, spec=spec)
     except SearchFailed as exc:
         raise PanelError(str(exc)) from None
     out = []
