@@ -71,9 +71,19 @@ def secret_key_from_file(path: Path) -> str:
         return path.read_text().strip()
     path.parent.mkdir(parents=True, exist_ok=True)
     key = secrets.token_urlsafe(50)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    # Written beside it, then linked into place: processes that start at once on a new data directory
+    # (gunicorn's workers) all read the one key that won. Created in place, the losers died on the file
+    # the winner had just made (FileExistsError), and gunicorn shut down.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write(key)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        key = path.read_text().strip()
+    finally:
+        tmp.unlink()
     return key
 
 
