@@ -538,16 +538,21 @@ SAMPLE_RUN = 100_000
 CHART_SAMPLE = 4_000
 # A sample with fewer hits than this shows too little of where they are: the run is counted exactly.
 SAMPLE_MIN_HITS = 40
+# ... and where the sample says that the filters keep at most this many of the run's rollouts, exactly by
+# testing those alone, filters first, as the sample tests its own: the index way would collect every
+# document of the common text first (10 s for a tool that none of a run of 10^6 rollouts calls).
+FEW_KEPT = 20_000
 
 
 @dataclass(frozen=True)
 class Sample:
     """One run's counts (as search_counts gives them) over the `tested` of its `rollouts` that a hash of their
-    ids picked: the same search draws the same chart."""
+    ids picked, of which the filters kept `kept`: the same search draws the same chart."""
 
     counts: dict[int, dict[int | None, tuple[int, int]]]
     tested: int
     rollouts: int
+    kept: int
 
     @property
     def hits(self) -> int:
@@ -557,39 +562,65 @@ class Sample:
     def estimated(self) -> int:
         """The run's matching rollouts, estimated from the sample's share of them (to 3 digits: the sample
         knows no more)."""
-        return int(float(f"{self.rollouts * self.hits / self.tested:.3g}")) if self.tested else 0
+        return _scaled(self.hits, self)
+
+    @property
+    def drawn(self) -> bool:
+        """Whether the chart is drawn from the sample: enough hits to show where they are."""
+        return self.hits >= SAMPLE_MIN_HITS
+
+
+def _scaled(n: int, sample: Sample) -> int:
+    return int(float(f"{sample.rollouts * n / sample.tested:.3g}")) if sample.tested else 0
+
+
+def _probed_counts(scope: Scope, spec: SearchSpec, every: int) -> list[tuple[Any, ...]]:
+    """(run id, step, matching, kept by the filters, rollouts) of the scope's one run, over the rollouts whose
+    id hashes to 0 modulo `every` (all of them for 1). The filters first: a rollout they drop is not probed
+    (AND stops at its first false). The hash, not the id itself: ids run in a group's order, and every k-th
+    of them would take the same place in each group."""
+    conds, params = S.rollout_conditions(spec, label_id=scope.label_id)
+    probe, probe_params = S.rollout_probe(spec)
+    kept = " AND ".join(conds) or "true"
+    picked, picked_params = ("", []) if every == 1 else (" AND hashint8(r.id) %% %s = 0", [every])
+    return _run(f"SELECT r.run_id, r.step, count(*) FILTER (WHERE {kept} AND ({probe}) > 0), "
+                f"count(*) FILTER (WHERE {kept}), count(*) FROM runs_rollout r WHERE r.run_id = %s{picked} "
+                "GROUP BY 1, 2", [*params, *probe_params, *params, scope.run_ids[0], *picked_params],
+                COUNTS_TIMEOUT_MS)
+
+
+def _step_counts(rows: list[tuple[Any, ...]]) -> dict[int, dict[int | None, tuple[int, int]]]:
+    counts: dict[int, dict[int | None, tuple[int, int]]] = {}
+    for run, step, hits, _, n in rows:
+        counts.setdefault(run, {})[step] = (hits, n)
+    return counts
 
 
 def search_sample(*, scope: Scope, spec: SearchSpec) -> Sample | None:
-    """The chart's counts from a sample, for one run of SAMPLE_RUN rollouts or more and a text many documents
-    hold; None where search_counts answers exactly (any other search, or a sample with too few hits)."""
+    """A sample of one run of SAMPLE_RUN rollouts or more, searched for a text many documents hold; None for
+    any other search (search_counts answers it exactly)."""
     if scope.empty or not spec.q or len(scope.run_ids) != 1 or not _walk(spec, sure=True):
         return None
-    run_id = scope.run_ids[0]
-    rollouts = _run("SELECT count(*) FROM runs_rollout WHERE run_id = %s", [run_id], COUNTS_TIMEOUT_MS)[0][0]
+    rollouts = _run("SELECT count(*) FROM runs_rollout WHERE run_id = %s", [scope.run_ids[0]],
+                    COUNTS_TIMEOUT_MS)[0][0]
     if rollouts < SAMPLE_RUN:
         return None
-    conds, params = S.rollout_conditions(spec, label_id=scope.label_id)
-    probe, probe_params = S.rollout_probe(spec)
-    # The filters first: a rollout they drop is not tested (AND stops at its first false). The hash, not the
-    # id itself: ids run in a group's order, and every k-th of them would take the same place in each group.
-    rows = _run(f"SELECT r.run_id, r.step, count(*) FILTER (WHERE {' AND '.join([*conds, f'({probe}) > 0'])}), "
-                "count(*) FROM runs_rollout r WHERE r.id IN (SELECT s.id FROM runs_rollout s WHERE s.run_id = %s "
-                "AND hashint8(s.id) %% %s = 0) GROUP BY 1, 2",
-                [*params, *probe_params, run_id, max(1, rollouts // CHART_SAMPLE)], COUNTS_TIMEOUT_MS)
-    counts: dict[int, dict[int | None, tuple[int, int]]] = {}
-    for run, step, hits, n in rows:
-        counts.setdefault(run, {})[step] = (hits, n)
-    sample = Sample(counts=counts, tested=sum(n for *_, n in rows), rollouts=rollouts)
-    return sample if sample.hits >= SAMPLE_MIN_HITS else None
+    rows = _probed_counts(scope, spec, every=max(1, rollouts // CHART_SAMPLE))
+    return Sample(counts=_step_counts(rows), tested=sum(n for *_, n in rows), rollouts=rollouts,
+                  kept=sum(k for _, _, _, k, _ in rows))
 
 
 def search_chart(*, scope: Scope, spec: SearchSpec, top: int | None = None) -> tuple[
         dict[int, dict[int | None, tuple[int, int]]], Sample | None]:
     """What a chart of where the text occurs draws (the search page's, a report panel's): one big run's
-    sample (`search_sample`), or else the exact counts (`search_counts`), with the sample or None."""
+    sample where it holds enough hits, with the sample; else the exact counts (`search_counts`, or the run's
+    few filtered rollouts each tested), with None."""
     sample = search_sample(scope=scope, spec=spec)
-    return (sample.counts, sample) if sample else (search_counts(scope=scope, spec=spec, top=top), None)
+    if sample and sample.drawn:
+        return sample.counts, sample
+    if sample and _scaled(sample.kept, sample) <= FEW_KEPT:
+        return _step_counts(_probed_counts(scope, spec, every=1)), None
+    return search_counts(scope=scope, spec=spec, top=top), None
 
 
 def _filtered_counts(scope: Scope, spec: SearchSpec) -> list[tuple[Any, ...]]:

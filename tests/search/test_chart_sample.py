@@ -5,11 +5,13 @@ tests, what it estimates, and what the page and a report panel say of it. The si
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from deeprepo_web.reports.panels import KINDS, panel_compute
 from deeprepo_web.search import selectors
-from deeprepo_web.search.selectors import search_counts, search_sample, search_scope
+from deeprepo_web.search.selectors import search_chart, search_counts, search_sample, search_scope
 from deeprepo_web.search.spec import spec_parse
 
 from .conftest import _ingest, _turn, rec
@@ -29,6 +31,7 @@ def big_run(team, monkeypatch):
     monkeypatch.setattr(selectors, "SAMPLE_RUN", 500)
     monkeypatch.setattr(selectors, "CHART_SAMPLE", 200)
     monkeypatch.setattr(selectors, "SAMPLE_MIN_HITS", 10)
+    monkeypatch.setattr(selectors, "FEW_KEPT", 150)
     monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 100)
     run, _ = run_create(project=team.project, name="long-run", environment="env")
     records = []
@@ -39,6 +42,10 @@ def big_run(team, monkeypatch):
         records.append(rec(f"ex-{i % 16}", uid=f"r{i}", step=step, turns=[_turn(said, calls=calls)]))
     _ingest(run, records)
     return run
+
+
+def _chart(team, spec):
+    return search_chart(scope=search_scope(project=team.project, spec=spec), spec=spec)
 
 
 def _sample(team, params):
@@ -79,10 +86,26 @@ def test_exact_counts_where_a_sample_would_not_do(team, big_run, corpus, monkeyp
     assert _sample(team, {"q": "flaky request", "run": run})[0] is None  # a rare text: its index counts it
     monkeypatch.setattr(selectors, "WALK_AFTER_HITS", 100)
     monkeypatch.setattr(selectors, "SAMPLE_MIN_HITS", 1000)
-    assert _sample(team, {"q": "flaky request", "run": run})[0] is None  # too few hits to draw them
+    sample, spec = _sample(team, {"q": "flaky request", "run": run})
+    assert sample is not None and not sample.drawn  # too few hits to draw them: the chart counts them all
+    assert _chart(team, spec) == (search_counts(scope=search_scope(project=team.project, spec=spec), spec=spec), None)
     monkeypatch.setattr(selectors, "SAMPLE_MIN_HITS", 10)
     monkeypatch.setattr(selectors, "SAMPLE_RUN", 601)
     assert _sample(team, {"q": "flaky request", "run": run})[0] is None  # under SAMPLE_RUN rollouts
+
+
+@pytest.mark.parametrize("filters, kept", [({"tool": "run_code"}, 0), ({"step_min": "5"}, 100)])
+def test_a_common_text_that_the_filters_make_rare_is_counted_in_the_rollouts_they_keep(team, big_run, filters, kept):
+    """No tool call of the run is `run_code`, and step 5 holds 10 of the text's 330 rollouts: the sample has
+    too few hits to draw, and says that the filters keep few rollouts. Those are tested alone, as the sample
+    tests its own; the index way would collect every document of the common text first (10 s at 10^6)."""
+    sample, spec = _sample(team, {"q": "flaky request", "run": big_run.public_id, **filters})
+    assert sample is not None and not sample.drawn and sample.kept <= kept / 2
+    exact = search_counts(scope=search_scope(project=team.project, spec=spec), spec=spec)
+    assert sum(m for m, _ in exact[big_run.pk].values()) == kept // 10
+    with CaptureQueriesContext(connection) as asked:
+        assert _chart(team, spec) == (exact, None)  # every step, with its rollouts, as search_counts gives them
+    assert not any("JOIN runs_rollout r ON r.id = x.id" in q["sql"] for q in asked.captured_queries)
 
 
 def test_the_chart_says_it_is_an_estimate(client, team, big_run, monkeypatch):
