@@ -39,10 +39,10 @@ import django  # noqa: E402
 django.setup()
 
 from django.core.cache import cache  # noqa: E402
-from django.db.models import Count  # noqa: E402
+from django.db.models import Count, Max  # noqa: E402
 
 from deeprepo_web.accounts.models import Project  # noqa: E402
-from deeprepo_web.runs.models import Run  # noqa: E402
+from deeprepo_web.runs.models import Rollout, Run  # noqa: E402
 from deeprepo_web.search import selectors  # noqa: E402
 from deeprepo_web.search.spec import spec_parse  # noqa: E402
 
@@ -66,6 +66,9 @@ QUERIES = [
     ("chart", "q=quota+exceed&mode=substring&run=RUN"),
     ("page", "q=quota+%5Ba-z%5D%2B+after&mode=regex&run=RUN"),
     ("chart", "q=db.py%3A42&mode=substring&run=RUN"),
+    # A common word in the run's last 1 % of steps ("LATE": their first): the filter keeps few rollouts.
+    ("chart", "q=FileNotFoundError&step_min=LATE&run=RUN"),
+    ("chart", "q=injection&step_min=LATE&run=RUN"),
 ]
 
 
@@ -125,8 +128,9 @@ def main() -> None:
     if args.against:
         variants = {args.against: selectors_at(args.against), "this": selectors}
     figures: dict[str, Any] = {"run_rollouts": run.n, "queries": {}}  # type: ignore[attr-defined]
+    last = Rollout.objects.filter(run=run).aggregate(Max("step"))["step__max"] or 0
     for kind, query in QUERIES:
-        params = dict(parse_qsl(query.replace("RUN", run.public_id)))
+        params = dict(parse_qsl(query.replace("RUN", run.public_id).replace("LATE", str(last - last // 100))))
         times: dict[str, list[Any]] = {name: [] for name in variants}
         for _ in range(args.rounds):
             for name, module in variants.items():
