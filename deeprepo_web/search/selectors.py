@@ -134,6 +134,16 @@ def _index_way(spec: SearchSpec, walk: bool) -> bool:
     return bool(spec.q) and not walk
 
 
+def _hashed(scope: Scope, spec: SearchSpec, walk: bool) -> bool:
+    """Whether the index way's hits are joined to the rollouts by hashing both sides (`_bitmaps_only`'s
+    `hashed`): one run, filters on its rollouts, and a text that many documents hold (`_walk`). The planner
+    guesses such hits at ~0.5 % of what they are (the source test no index serves), and looked each one's
+    rollout up: 236,170 lookups, 1.5 s of 2.8 s for `FileNotFoundError` with a tool in a run of 250,000
+    rollouts, where hashing the run's kept rollouts (0.2 s) takes 1.0-1.4 s in all (docs/scale.md)."""
+    return (_index_way(spec, walk) and len(scope.run_ids) == 1
+            and bool(S.rollout_conditions(spec, label_id=scope.label_id)[0]) and _walk(spec))
+
+
 def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: bool = False,
                  beyond: int | None = None, backward: bool = False) -> S.Sql:
     """(rollout_id) of every matching rollout, newest first: its document (or its example's prompt)
@@ -280,27 +290,30 @@ def _walk_corrected(spec: SearchSpec, walk: bool) -> None:
 
 
 @contextmanager
-def _bitmaps_only(cur: Any) -> Iterator[None]:
+def _bitmaps_only(cur: Any, hashed: bool = False) -> Iterator[None]:
     """For a statement that collects every document matching a text (the index way): no plain index scans
     and no sequential scans. The planner costs a tsvector computed from a body at a fraction of what it
     takes (~70 µs for a seed_scale document), and the words index's recheck as computing them all anyway,
     so for a common word in a big run it read the run's (or every) document and computed each one's
     tsvector: over 20 s for a run of 300,000 rollouts. Bitmap scans only leave it the text's index (with a
     small run's, a BitmapAnd), whose exact bitmaps compute none: ~1 s (docs/scale.md)."""
-    cur.execute("SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off")
+    loops = "off" if hashed else "DEFAULT"
+    cur.execute(f"SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off; SET LOCAL enable_nestloop = {loops}")
     yield
     # Inside a caller's transaction (a savepoint here) SET LOCAL would outlive the statement: put them back.
     # An error rolls the savepoint back, and the settings with it.
-    cur.execute("SET LOCAL enable_indexscan TO DEFAULT; SET LOCAL enable_seqscan TO DEFAULT")
+    cur.execute("SET LOCAL enable_indexscan TO DEFAULT; SET LOCAL enable_seqscan TO DEFAULT; "
+                "SET LOCAL enable_nestloop TO DEFAULT")
 
 
-def _query(alias: str, sql: str, params: list[Any], timeout_ms: int, bitmaps: bool) -> list[tuple[Any, ...]]:
+def _query(alias: str, sql: str, params: list[Any], timeout_ms: int, bitmaps: bool,
+           hashed: bool) -> list[tuple[Any, ...]]:
     with transaction.atomic(using=alias), connections[alias].cursor() as cur:
         # One round trip for the settings (a SET each cost ~90 us of a ~500 us statement). Parallel workers
         # cost more to start than these bounded queries take (2 busy cores).
         cur.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}; SET LOCAL max_parallel_workers_per_gather = 0; "
                     f"SET LOCAL work_mem = '{BITMAP_MEMORY}'")
-        with _bitmaps_only(cur) if bitmaps else nullcontext():
+        with _bitmaps_only(cur, hashed) if bitmaps else nullcontext():
             cur.execute(sql, params)
             return list(cur.fetchall())
 
@@ -309,13 +322,14 @@ def _timed_out(exc: OperationalError) -> bool:
     return getattr(exc.__cause__, "sqlstate", None) == "57014"  # query_canceled: our statement_timeout
 
 
-def _run(sql: str, params: list[Any], timeout_ms: int, *, bitmaps: bool = False) -> list[tuple[Any, ...]]:
+def _run(sql: str, params: list[Any], timeout_ms: int, *, bitmaps: bool = False,
+         hashed: bool = False) -> list[tuple[Any, ...]]:
     """Rows of a search statement, on the read replica when there is one. `bitmaps`: the statement is
-    the index way (`_bitmaps_only`)."""
+    the index way, `hashed` joined by hashes (`_bitmaps_only`)."""
     alias = read_alias()
     try:
         try:
-            return _query(alias, sql, params, timeout_ms, bitmaps)
+            return _query(alias, sql, params, timeout_ms, bitmaps, hashed)
         except OperationalError as exc:
             if alias == "default" or _timed_out(exc):
                 raise
@@ -324,7 +338,7 @@ def _run(sql: str, params: list[Any], timeout_ms: int, *, bitmaps: bool = False)
             log.warning("search on the read replica failed, asking the primary: %s", exc)
             connections[alias].close()
             replica_state(fresh=True)
-            return _query("default", sql, params, timeout_ms, bitmaps)
+            return _query("default", sql, params, timeout_ms, bitmaps, hashed)
     except DataError as exc:  # invalid regular expression, bad tsquery
         raise SearchFailed(f"the database refused the search: {str(exc).splitlines()[0]}") from exc
     except OperationalError as exc:
@@ -343,7 +357,7 @@ def _page_rows(scope: Scope, spec: SearchSpec, window: list[int], beyond: int | 
     sql, params = _matches_sql(scope, spec, walk=walk, beyond=beyond, backward=backward)
     try:
         return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], GUESS_MS if spec.q else PAGE_TIMEOUT_MS,
-                    bitmaps=_index_way(spec, walk))
+                    bitmaps=_index_way(spec, walk), hashed=_hashed(scope, spec, walk))
     except SearchFailed as exc:
         if not spec.q or not exc.timed_out:
             raise
@@ -351,7 +365,7 @@ def _page_rows(scope: Scope, spec: SearchSpec, window: list[int], beyond: int | 
     sql, params = _matches_sql(scope, spec, walk=not walk, beyond=beyond, backward=backward)
     try:
         rows = _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], PAGE_TIMEOUT_MS,
-                    bitmaps=_index_way(spec, not walk))
+                    bitmaps=_index_way(spec, not walk), hashed=_hashed(scope, spec, not walk))
     except SearchFailed as exc:
         if walk and exc.timed_out and S.rollout_conditions(spec, label_id=scope.label_id)[0]:
             raise _filtered_out(spec) from exc
@@ -511,9 +525,12 @@ def search_counts(*, scope: Scope, spec: SearchSpec,
     else:
         walk = not spec.indexed
         sql, params = _matches_sql(scope, spec, ordered=False, walk=walk)
+        hashed = _hashed(scope, spec, walk)
+        # Hashed, the run bounds the rollouts read for the hash (else the whole table).
+        run, run_params = (" AND r.run_id = %s", [scope.run_ids[0]]) if hashed else ("", [])
         matched = _run(f"SELECT r.run_id, r.step, count(*) FROM ({sql}) x(id) "
-                       "JOIN runs_rollout r ON r.id = x.id GROUP BY 1, 2", params, COUNTS_TIMEOUT_MS,
-                       bitmaps=_index_way(spec, walk))
+                       f"JOIN runs_rollout r ON r.id = x.id{run} GROUP BY 1, 2", [*params, *run_params],
+                       COUNTS_TIMEOUT_MS, bitmaps=_index_way(spec, walk), hashed=hashed)
         run_ids = scope.run_ids if top is None else _most_matched(matched, top)
         if not run_ids:
             return {}
