@@ -357,7 +357,7 @@ def _page_rows(scope: Scope, spec: SearchSpec, window: list[int], beyond: int | 
     sql, params = _matches_sql(scope, spec, walk=walk, beyond=beyond, backward=backward)
     try:
         return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], GUESS_MS if spec.q else PAGE_TIMEOUT_MS,
-                    bitmaps=_index_way(spec, walk), hashed=_hashed(scope, spec, walk))
+                    bitmaps=_index_way(spec, walk))  # never hashed: the index way first means a rare text
     except SearchFailed as exc:
         if not spec.q or not exc.timed_out:
             raise
