@@ -11,10 +11,10 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 from django.core.cache import cache
 from django.db import DataError, connections, transaction
@@ -130,18 +130,27 @@ BIG_RUN = 20_000
 
 def _index_way(spec: SearchSpec, walk: bool) -> bool:
     """Whether the statement for `spec` collects every matching document first (not the walk, nor a search
-    by filters alone): the one `_run(..., bitmaps=True)` is for."""
+    by filters alone)."""
     return bool(spec.q) and not walk
 
 
-def _hashed(scope: Scope, spec: SearchSpec, walk: bool) -> bool:
-    """Whether the index way's hits are joined to the rollouts by hashing both sides (`_bitmaps_only`'s
-    `hashed`): one run, filters on its rollouts, and a text that many documents hold (`_walk`). The planner
-    guesses such hits at ~0.5 % of what they are (the source test no index serves), and looked each one's
-    rollout up: 236,170 lookups, 1.5 s of 2.8 s for `FileNotFoundError` with a tool in a run of 250,000
-    rollouts, where hashing the run's kept rollouts (0.2 s) takes 1.0-1.4 s in all (docs/scale.md)."""
-    return (_index_way(spec, walk) and len(scope.run_ids) == 1
-            and bool(S.rollout_conditions(spec, label_id=scope.label_id)[0]) and _walk(spec))
+# How a search statement is planned (`_planned`): as Postgres likes, the index way's bitmap scans only, or
+# those with the hits joined to the rollouts by hashing both sides.
+Plan = Literal["", "bitmaps", "hashed"]
+
+
+def _plan(scope: Scope, spec: SearchSpec, walk: bool) -> Plan:
+    """The index way takes bitmap scans only (`_planned`); hashed where one run is searched under filters
+    for a text that many documents hold (`_walk`). The planner guesses such hits at ~0.5 % of what they are
+    (the source test no index serves), and looked each one's rollout up: 236,170 lookups, 1.5 s of 2.8 s
+    for `FileNotFoundError` with a tool in a run of 250,000 rollouts, where hashing the run's kept rollouts
+    (0.2 s) takes 1.0-1.4 s in all (docs/scale.md)."""
+    if not _index_way(spec, walk):
+        return ""
+    if (len(scope.run_ids) == 1 and S.rollout_conditions(spec, label_id=scope.label_id)[0]
+            and _walk(spec)):
+        return "hashed"
+    return "bitmaps"
 
 
 def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: bool = False,
@@ -153,7 +162,7 @@ def _matches_sql(scope: Scope, spec: SearchSpec, *, ordered: bool = True, walk: 
     stopping at the page's end: fast when many rollouts match. Otherwise the GIN indexes find every
     matching document first: fast when few do."""
     # The index way starts from the matching documents: a run's id range bounds nothing there, and its two
-    # probes would be sequential scans without plain index scans (_bitmaps_only).
+    # probes would be sequential scans without plain index scans (_planned).
     where, params = S.rollout_filters(spec, run_ids=scope.run_ids, label_id=scope.label_id,
                                       id_range=not _index_way(spec, walk))
     if beyond is not None:  # a cursor: the rollouts older (or, going back, newer) than its id
@@ -290,14 +299,18 @@ def _walk_corrected(spec: SearchSpec, walk: bool) -> None:
 
 
 @contextmanager
-def _bitmaps_only(cur: Any, hashed: bool = False) -> Iterator[None]:
-    """For a statement that collects every document matching a text (the index way): no plain index scans
-    and no sequential scans. The planner costs a tsvector computed from a body at a fraction of what it
-    takes (~70 µs for a seed_scale document), and the words index's recheck as computing them all anyway,
-    so for a common word in a big run it read the run's (or every) document and computed each one's
+def _planned(cur: Any, plan: Plan) -> Iterator[None]:
+    """The planner settings of a statement planned `plan` (nothing for ""). The index way takes no plain
+    index scans and no sequential scans: the planner costs a tsvector computed from a body at a fraction of
+    what it takes (~70 us for a seed_scale document), and the words index's recheck as computing them all
+    anyway, so for a common word in a big run it read the run's (or every) document and computed each one's
     tsvector: over 20 s for a run of 300,000 rollouts. Bitmap scans only leave it the text's index (with a
-    small run's, a BitmapAnd), whose exact bitmaps compute none: ~1 s (docs/scale.md)."""
-    loops = "off" if hashed else "DEFAULT"
+    small run's, a BitmapAnd), whose exact bitmaps compute none: ~1 s (docs/scale.md). Hashed, no nested
+    loops either (`_plan`)."""
+    if not plan:
+        yield
+        return
+    loops = "off" if plan == "hashed" else "DEFAULT"
     cur.execute(f"SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off; SET LOCAL enable_nestloop = {loops}")
     yield
     # Inside a caller's transaction (a savepoint here) SET LOCAL would outlive the statement: put them back.
@@ -306,14 +319,13 @@ def _bitmaps_only(cur: Any, hashed: bool = False) -> Iterator[None]:
                 "SET LOCAL enable_nestloop TO DEFAULT")
 
 
-def _query(alias: str, sql: str, params: list[Any], timeout_ms: int, bitmaps: bool,
-           hashed: bool) -> list[tuple[Any, ...]]:
+def _query(alias: str, sql: str, params: list[Any], timeout_ms: int, plan: Plan) -> list[tuple[Any, ...]]:
     with transaction.atomic(using=alias), connections[alias].cursor() as cur:
         # One round trip for the settings (a SET each cost ~90 us of a ~500 us statement). Parallel workers
         # cost more to start than these bounded queries take (2 busy cores).
         cur.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}; SET LOCAL max_parallel_workers_per_gather = 0; "
                     f"SET LOCAL work_mem = '{BITMAP_MEMORY}'")
-        with _bitmaps_only(cur, hashed) if bitmaps else nullcontext():
+        with _planned(cur, plan):
             cur.execute(sql, params)
             return list(cur.fetchall())
 
@@ -322,14 +334,12 @@ def _timed_out(exc: OperationalError) -> bool:
     return getattr(exc.__cause__, "sqlstate", None) == "57014"  # query_canceled: our statement_timeout
 
 
-def _run(sql: str, params: list[Any], timeout_ms: int, *, bitmaps: bool = False,
-         hashed: bool = False) -> list[tuple[Any, ...]]:
-    """Rows of a search statement, on the read replica when there is one. `bitmaps`: the statement is
-    the index way, `hashed` joined by hashes (`_bitmaps_only`)."""
+def _run(sql: str, params: list[Any], timeout_ms: int, *, plan: Plan = "") -> list[tuple[Any, ...]]:
+    """Rows of a search statement planned `plan` (`_plan`), on the read replica when there is one."""
     alias = read_alias()
     try:
         try:
-            return _query(alias, sql, params, timeout_ms, bitmaps, hashed)
+            return _query(alias, sql, params, timeout_ms, plan)
         except OperationalError as exc:
             if alias == "default" or _timed_out(exc):
                 raise
@@ -338,7 +348,7 @@ def _run(sql: str, params: list[Any], timeout_ms: int, *, bitmaps: bool = False,
             log.warning("search on the read replica failed, asking the primary: %s", exc)
             connections[alias].close()
             replica_state(fresh=True)
-            return _query("default", sql, params, timeout_ms, bitmaps, hashed)
+            return _query("default", sql, params, timeout_ms, plan)
     except DataError as exc:  # invalid regular expression, bad tsquery
         raise SearchFailed(f"the database refused the search: {str(exc).splitlines()[0]}") from exc
     except OperationalError as exc:
@@ -357,7 +367,7 @@ def _page_rows(scope: Scope, spec: SearchSpec, window: list[int], beyond: int | 
     sql, params = _matches_sql(scope, spec, walk=walk, beyond=beyond, backward=backward)
     try:
         return _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], GUESS_MS if spec.q else PAGE_TIMEOUT_MS,
-                    bitmaps=_index_way(spec, walk))  # never hashed: the index way first means a rare text
+                    plan=_plan(scope, spec, walk))
     except SearchFailed as exc:
         if not spec.q or not exc.timed_out:
             raise
@@ -365,7 +375,7 @@ def _page_rows(scope: Scope, spec: SearchSpec, window: list[int], beyond: int | 
     sql, params = _matches_sql(scope, spec, walk=not walk, beyond=beyond, backward=backward)
     try:
         rows = _run(f"{sql} LIMIT %s OFFSET %s", [*params, *window], PAGE_TIMEOUT_MS,
-                    bitmaps=_index_way(spec, not walk), hashed=_hashed(scope, spec, not walk))
+                    plan=_plan(scope, spec, not walk))
     except SearchFailed as exc:
         if walk and exc.timed_out and S.rollout_conditions(spec, label_id=scope.label_id)[0]:
             raise _filtered_out(spec) from exc
@@ -525,12 +535,12 @@ def search_counts(*, scope: Scope, spec: SearchSpec,
     else:
         walk = not spec.indexed
         sql, params = _matches_sql(scope, spec, ordered=False, walk=walk)
-        hashed = _hashed(scope, spec, walk)
+        plan = _plan(scope, spec, walk)
         # Hashed, the run bounds the rollouts read for the hash (else the whole table).
-        run, run_params = (" AND r.run_id = %s", [scope.run_ids[0]]) if hashed else ("", [])
+        run, run_params = (" AND r.run_id = %s", [scope.run_ids[0]]) if plan == "hashed" else ("", [])
         matched = _run(f"SELECT r.run_id, r.step, count(*) FROM ({sql}) x(id) "
                        f"JOIN runs_rollout r ON r.id = x.id{run} GROUP BY 1, 2", [*params, *run_params],
-                       COUNTS_TIMEOUT_MS, bitmaps=_index_way(spec, walk), hashed=hashed)
+                       COUNTS_TIMEOUT_MS, plan=plan)
         run_ids = scope.run_ids if top is None else _most_matched(matched, top)
         if not run_ids:
             return {}
@@ -660,7 +670,7 @@ def search_rollout_ids(*, scope: Scope, spec: SearchSpec, limit: int | None = No
     if limit is not None:
         sql, params = f"{sql} LIMIT %s", [*params, limit]
     with transaction.atomic(), connections["default"].cursor() as settings, \
-            _bitmaps_only(settings) if _index_way(spec, walk=False) else nullcontext(), streaming_cursor() as cur:
+            _planned(settings, _plan(scope, spec, walk=False)), streaming_cursor() as cur:
         cur.execute(f"SELECT x.id FROM ({sql}) x(id)", params)
         while rows := cur.fetchmany(2000):
             yield from (row[0] for row in rows)

@@ -84,7 +84,7 @@ def matched_sql(spec: SearchSpec, *, run_ids: list[int], doc_runs: str) -> Sql:
 
     `d.src || ''`, `d.obj + 0`: a source and an example no index holds, so the documents come from the
     text's index. Read by source through the primary key, each document's tsvector was computed when the
-    planner took the text for a common one (selectors._bitmaps_only)."""
+    planner took the text for a common one (selectors._planned)."""
     match, params = doc_match(spec)
     parts: list[str] = []
     out: list[Any] = []

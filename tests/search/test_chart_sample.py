@@ -115,17 +115,17 @@ def test_a_common_text_under_filters_in_one_run_joins_its_hits_by_hashes(team, b
     params = {"q": "flaky request", "tool": "read_file", "run": big_run.public_id}
     spec = spec_parse(params)
     scope = search_scope(project=team.project, spec=spec)
-    assert selectors._hashed(scope, spec, walk=False)
+    assert selectors._plan(scope, spec, walk=False) == "hashed"
     for other in ({**params, "tool": ""}, {**params, "run": ""}):  # no filter, or every run: looked up as before
         other_spec = spec_parse(other)
-        assert not selectors._hashed(search_scope(project=team.project, spec=other_spec), other_spec, walk=False)
-    assert not selectors._hashed(scope, spec, walk=True)  # the walk joins nothing
+        assert selectors._plan(search_scope(project=team.project, spec=other_spec), other_spec, walk=False) == "bitmaps"
+    assert selectors._plan(scope, spec, walk=True) == ""  # the walk joins nothing
     sql, sql_params = selectors._matches_sql(scope, spec, walk=False)
-    plan = "\n".join(row[0] for row in selectors._run(f"EXPLAIN (COSTS OFF) {sql}", sql_params, 5_000,
-                                                      bitmaps=True, hashed=True))
-    assert "Hash Join" in plan and "Nested Loop" not in plan
-    found = {hashed: selectors._run(sql, sql_params, 5_000, bitmaps=True, hashed=hashed) for hashed in (True, False)}
-    assert found[True] == found[False] and len(found[True]) == 150  # the odd rollouts of steps 0-2
+    explained = "\n".join(row[0] for row in selectors._run(f"EXPLAIN (COSTS OFF) {sql}", sql_params, 5_000,
+                                                           plan="hashed"))
+    assert "Hash Join" in explained and "Nested Loop" not in explained
+    found = {plan: selectors._run(sql, sql_params, 5_000, plan=plan) for plan in ("hashed", "bitmaps")}
+    assert found["hashed"] == found["bitmaps"] and len(found["hashed"]) == 150  # the odd rollouts of steps 0-2
     with CaptureQueriesContext(connection) as asked:
         counts = search_counts(scope=scope, spec=spec)[big_run.pk]
     assert counts == {step: (50 if step < 3 else 0, PER_STEP) for step in range(STEPS)}

@@ -31,10 +31,10 @@ def _common_word_in_the_run(corpus, n: int) -> None:
         cur.execute("ANALYZE search_doc")
 
 
-def _plan(sql: str, params: list, *, analyze: bool = False, bitmaps: bool = True) -> str:
+def _plan(sql: str, params: list, *, analyze: bool = False, plan: selectors.Plan = "bitmaps") -> str:
     """The plan of a search statement under the settings the search runs it with (selectors._run)."""
     explain = "EXPLAIN (ANALYZE, COSTS OFF)" if analyze else "EXPLAIN (COSTS OFF)"
-    return "\n".join(row[0] for row in selectors._run(f"{explain} {sql}", params, 5_000, bitmaps=bitmaps))
+    return "\n".join(row[0] for row in selectors._run(f"{explain} {sql}", params, 5_000, plan=plan))
 
 
 def test_a_text_the_planner_calls_common_is_walked_without_counting_its_hits(team, corpus, monkeypatch):
@@ -243,13 +243,13 @@ def test_the_index_way_finds_a_common_word_through_its_index_and_computes_no_tsv
     assert not scope.one_small_run
     sql, params = selectors._matches_sql(scope, spec, ordered=False)
     # what the planner picks when it may: every body's tsvector
-    assert "Seq Scan on search_doc" in _plan(sql, params, bitmaps=False)
+    assert "Seq Scan on search_doc" in _plan(sql, params, plan="")
     chosen = _plan(sql, params)
     assert "Bitmap Index Scan on search_doc_tsv" in chosen
     assert chosen.count("Bitmap Index Scan on search_doc_tsv") == 2  # the rollouts' documents, the prompts'
     assert "Seq Scan on search_doc" not in chosen and "search_doc_run" not in chosen and "search_doc_pkey" not in chosen
     settings = selectors._run("SELECT current_setting('enable_indexscan'), current_setting('enable_seqscan'), "
-                              "current_setting('work_mem')", [], 5_000, bitmaps=True)
+                              "current_setting('work_mem')", [], 5_000, plan="bitmaps")
     assert settings == [("off", "off", selectors.BITMAP_MEMORY)]
     assert selectors._run("SELECT current_setting('enable_seqscan')", [], 5_000) == [("on",)]  # a walk keeps them
 
@@ -282,11 +282,11 @@ def test_the_chart_of_a_common_word_in_a_big_run_asks_its_index_with_bitmaps(tea
     asked = []
     real_run = selectors._run
     monkeypatch.setattr(selectors, "_run", lambda sql, params, timeout_ms, **kw: (
-        asked.append((sql, kw.get("bitmaps", False))), real_run(sql, params, timeout_ms, **kw))[1])
+        asked.append((sql, kw.get("plan", ""))), real_run(sql, params, timeout_ms, **kw))[1])
     spec = spec_parse({"q": "boilerplate", "run": corpus.run.public_id})
     search_counts(scope=search_scope(project=team.project, spec=spec), spec=spec)
-    matched = [bitmaps for sql, bitmaps in asked if "search_doc d" in sql and "GROUP BY 1, 2" in sql]
-    assert matched == [True]
+    matched = [plan for sql, plan in asked if "search_doc d" in sql and "GROUP BY 1, 2" in sql]
+    assert matched == ["bitmaps"]
 
 
 def test_a_rare_word_in_one_small_run_is_found_through_its_index_not_by_testing_the_runs_documents(team, corpus):
