@@ -11,7 +11,13 @@ from django.urls import reverse
 
 from deeprepo_web.reports.panels import KINDS, panel_compute
 from deeprepo_web.search import selectors
-from deeprepo_web.search.selectors import search_chart, search_counts, search_sample, search_scope
+from deeprepo_web.search.selectors import (
+    search_chart,
+    search_counts,
+    search_rollout_ids,
+    search_sample,
+    search_scope,
+)
 from deeprepo_web.search.spec import spec_parse
 
 from .conftest import _ingest, _turn, rec
@@ -131,6 +137,10 @@ def test_a_common_text_under_filters_in_one_run_joins_its_hits_by_hashes(team, b
     assert counts == {step: (50 if step < 3 else 0, PER_STEP) for step in range(STEPS)}
     assert any("enable_nestloop = off" in q["sql"] for q in asked.captured_queries)
     assert selectors._run("SELECT current_setting('enable_nestloop')", [], 5_000) == [("on",)]  # put back
+    with CaptureQueriesContext(connection) as asked:  # the ids a bulk label or an export takes: the same join
+        ids = list(search_rollout_ids(scope=scope, spec=spec))
+    assert ids == [row[0] for row in found["hashed"]]
+    assert any("enable_nestloop = off" in q["sql"] for q in asked.captured_queries)
 
 
 def test_the_chart_says_it_is_an_estimate(client, team, big_run, monkeypatch):
