@@ -7,7 +7,9 @@ A scratch database (`deeprepo_bench_run_delete`) is seeded by `manage.py seed_sc
 indexer makes every body searchable, a label marks every tenth rollout and a few hundred blobs are
 stored for the big run; then the big run is deleted once through the service the page and the API
 call. `--reuse` keeps a database seeded before (the run to delete must still be there).
-Last line: {"rollouts", "turns", "docs", "marks", "blobs", "seconds", "other_run_kept"}.
+Last line: {"rollouts", "turns", "docs", "marks", "blobs", "turns_doc_bytes", "turns_toast_bytes", "seconds",
+"other_run_kept"}: the turns documents' table on disk before the delete (both runs), all of it and its
+TOAST part (table and index).
 """
 
 from __future__ import annotations
@@ -70,6 +72,16 @@ def _counts(run: Any) -> dict[str, int]:
             "blobs": BlobRef.objects.filter(run=run).count()}
 
 
+def _turns_doc_bytes() -> dict[str, int]:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_total_relation_size(c.oid), coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0) "
+                    "FROM pg_class c WHERE c.relname = 'runs_rolloutturns'")
+        total, toast = cur.fetchone()
+    return {"turns_doc_bytes": total, "turns_toast_bytes": toast}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rollouts", type=int, default=100_000)
@@ -90,7 +102,7 @@ def main() -> None:
     from deeprepo_web.runs.services import run_delete
 
     run = _prepare()
-    counts = _counts(run)
+    counts = {**_counts(run), **_turns_doc_bytes()}
     print(f"deleting {counts}", file=sys.stderr)
     t0 = time.monotonic()
     run_delete(run=run)

@@ -267,3 +267,38 @@ def test_the_trajectory_pages_read_of_the_document_equals_the_views(ingested) ->
             got = [[getattr(c, f) for f in fields] for c in calls]
             assert got == [[getattr(c, f) for f in fields] for c in view_calls]
     assert len(turns_after(rollout=ingested["doc-rich"], start=0, limit=50)[1]) == 8
+
+
+def _toasted(cur) -> int:
+    """The turns documents held out of line: the values in runs_rolloutturns's TOAST table."""
+    cur.execute("SELECT reltoastrelid::regclass::text FROM pg_class WHERE relname = 'runs_rolloutturns'")
+    cur.execute(f"SELECT count(DISTINCT chunk_id) FROM {cur.fetchone()[0]}")
+    return cur.fetchone()[0]
+
+
+def test_a_document_that_compresses_small_stays_in_its_row(team) -> None:
+    """runs 0021: a rollout's document compressed to under ~2 kB stays in its own row (one page read for its
+    turns, no TOAST chunks to delete with it); one still bigger goes out of line, and reads back whole."""
+    import secrets
+
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.models import Turn
+    from deeprepo_web.runs.services import run_create
+
+    run, _ = run_create(project=team.project, name="doc-storage")
+    words = [f"step {i}: the tool read config.yaml and found {i * 7} entries under the key `timeout`" for i in range(60)]
+    noise = [secrets.token_hex(3_000) for _ in range(2)]  # 12 kB that compress to no less than half
+    with connection.cursor() as cur:
+        before = _toasted(cur)
+        rollouts_ingest(run=run, rollouts=[
+            {"example_key": "ex", "uid": "plain", "turns": [{"role": "tool", "content": w} for w in words]},
+            {"example_key": "ex", "uid": "noise", "turns": [{"role": "tool", "content": n} for n in noise]}])
+        assert _toasted(cur) == before + 1  # the noise alone
+        cur.execute("SELECT r.uid, pg_column_compression(d.doc), pg_column_size(d.doc), octet_length(d.doc::text) "
+                    "FROM runs_rolloutturns d JOIN runs_rollout r ON r.id = d.rollout_id WHERE r.run_id = %s "
+                    "ORDER BY r.uid", [run.pk])
+        (_, _, noise_size, _), (_, method, stored, raw) = cur.fetchall()
+    assert method in ("lz4", "pglz") and stored < raw / 3  # compressed where it is
+    assert noise_size > 4_000
+    assert list(Turn.objects.filter(rollout__uid="plain").order_by("index").values_list("content", flat=True)) == words
+    assert list(Turn.objects.filter(rollout__uid="noise").order_by("index").values_list("content", flat=True)) == noise
