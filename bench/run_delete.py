@@ -4,10 +4,11 @@ its tool calls, metric points, search documents, labels and blobs, beside anothe
     python bench/run_delete.py [--rollouts 100000] [--reuse]
 
 A scratch database (`deeprepo_bench_run_delete`) is seeded by `manage.py seed_scale` (two runs), the
-indexer makes every body searchable, a label marks every tenth rollout and a few hundred blobs are
-stored for the big run; then the big run is deleted once through the service the page and the API
+indexer makes every body searchable, a label marks every tenth rollout, a judge's verdict is kept on
+every tenth of the other run's (their foreign keys are checked for each deleted rollout) and a few hundred
+blobs are stored for the big run; then the big run is deleted once through the service the page and the API
 call. `--reuse` keeps a database seeded before (the run to delete must still be there).
-Last line: {"rollouts", "turns", "docs", "marks", "blobs", "turns_doc_bytes", "turns_toast_bytes", "seconds",
+Last line: {"rollouts", "turns", "docs", "marks", "blobs", "verdicts", "turns_doc_bytes", "turns_toast_bytes", "seconds",
 "other_run_kept"}: the turns documents' table on disk before the delete (both runs), all of it and its
 TOAST part (table and index).
 """
@@ -40,10 +41,12 @@ def _seed(url: str, rollouts: int) -> None:
 
 
 def _prepare() -> Any:
-    """Search documents, a label on every tenth rollout and blobs for the biggest run; returns it."""
+    """Search documents, a label on every tenth rollout and blobs for the biggest run, a judge's verdicts on
+    every tenth rollout of the other; returns the biggest."""
     from django.db import connection
 
     from deeprepo_web import storage
+    from deeprepo_web.judge.models import JudgeJob
     from deeprepo_web.labels.models import Label
     from deeprepo_web.runs.models import BlobRef, Run
     from deeprepo_web.search.indexer import search_index_update
@@ -56,6 +59,10 @@ def _prepare() -> Any:
         cur.execute("INSERT INTO labels_mark (label_id, rollout_id, run_id, note, status, source, created_at) "
                     "SELECT %s, id, run_id, '', 'confirmed', 'person', now() FROM runs_rollout "
                     "WHERE run_id = %s AND id %% 10 = 0 ON CONFLICT DO NOTHING", [label.pk, run.pk])
+        job = JudgeJob.objects.create(project=run.project, rubric="bench", label=label, status="done")
+        cur.execute("INSERT INTO judge_verdict (job_id, rollout_id, run_id, answer, explanation, citations, "
+                    "input_tokens, output_tokens, created_at) SELECT %s, id, run_id, true, '', '{}', 0, 0, now() "
+                    "FROM runs_rollout WHERE run_id <> %s AND id %% 10 = 0", [job.pk, run.pk])
     for i in range(BLOBS):
         sha = storage.blob_put(f"bench blob {run.pk} {i}".encode() * 200)
         BlobRef.objects.get_or_create(sha=sha, run=run)
@@ -63,13 +70,15 @@ def _prepare() -> Any:
 
 
 def _counts(run: Any) -> dict[str, int]:
+    from deeprepo_web.judge.models import Verdict
     from deeprepo_web.labels.models import Mark
     from deeprepo_web.runs.models import BlobRef, Turn
     from deeprepo_web.search.models import Doc
 
     return {"rollouts": run.rollouts.count(), "turns": Turn.objects.filter(rollout__run=run).count(),
             "docs": Doc.objects.filter(run_id=run.pk).count(), "marks": Mark.objects.filter(run=run).count(),
-            "blobs": BlobRef.objects.filter(run=run).count()}
+            "blobs": BlobRef.objects.filter(run=run).count(),
+            "verdicts": Verdict.objects.exclude(run=run).count()}
 
 
 def _turns_doc_bytes() -> dict[str, int]:

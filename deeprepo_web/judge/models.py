@@ -79,4 +79,7 @@ class Verdict(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["job", "rollout"], name="verdict_job_rollout")]
+        # The rollout first: its index is also the one the rollout's foreign key is checked through when a
+        # run's rollouts are deleted (a check for each; without it, a scan of every verdict each time).
+        # The job's own index serves a job's verdicts.
+        constraints = [models.UniqueConstraint(fields=["rollout", "job"], name="verdict_rollout_job")]

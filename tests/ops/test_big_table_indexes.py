@@ -48,3 +48,30 @@ def test_the_check_finds_a_repeated_index() -> None:
     assert indexes["runs_rolloutturns_pkey"] == (["rollout_id:0"], True)
     with pytest.raises(AssertionError, match="begin another's"):
         test_no_index_repeats_the_leading_columns_of_another("runs_rolloutturns")
+
+
+def _unindexed_foreign_keys() -> list[tuple[str, str, str]]:
+    """(table, column, referenced table) of every foreign key whose first column leads no index of its table."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT c.conrelid::regclass::text, a.attname, c.confrelid::regclass::text FROM pg_constraint c "
+            "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] "
+            "WHERE c.contype = 'f' AND c.connamespace = 'public'::regnamespace AND NOT EXISTS ("
+            "  SELECT 1 FROM pg_index i WHERE i.indrelid = c.conrelid AND i.indkey[0] = c.conkey[1]) ORDER BY 1, 2")
+        return list(cur.fetchall())
+
+
+@pytest.mark.django_db
+def test_every_foreign_key_leads_an_index() -> None:
+    """Deleting a run's rollouts checks, for each one, every foreign key that refers to rollouts: without an
+    index leading with the key's column, each check reads that whole table. judge_verdict's rollout had none
+    (judge 0003): with 10,000 verdicts, deleting 10,000 rollouts took 0.88 s of checks instead of 0.17 s, and
+    it grows with both (docs/scale.md, "Deleting a run: its foreign-key checks")."""
+    assert _unindexed_foreign_keys() == []
+
+
+@pytest.mark.django_db
+def test_the_check_finds_a_foreign_key_without_its_index() -> None:
+    with connection.cursor() as cur:
+        cur.execute("CREATE TABLE test_refers (id bigint PRIMARY KEY, rollout_id bigint REFERENCES runs_rollout (id))")
+    assert _unindexed_foreign_keys() == [("test_refers", "rollout_id", "runs_rollout")]
