@@ -302,7 +302,7 @@ def _walk_corrected(spec: SearchSpec, walk: bool) -> None:
 def _planned(cur: Any, plan: Plan) -> Iterator[None]:
     """The planner settings of a statement planned `plan` (nothing for ""). The index way takes no plain
     index scans and no sequential scans: the planner costs a tsvector computed from a body at a fraction of
-    what it takes (~70 us for a seed_scale document), and the words index's recheck as computing them all
+    what it takes (~70 µs for a seed_scale document), and the words index's recheck as computing them all
     anyway, so for a common word in a big run it read the run's (or every) document and computed each one's
     tsvector: over 20 s for a run of 300,000 rollouts. Bitmap scans only leave it the text's index (with a
     small run's, a BitmapAnd), whose exact bitmaps compute none: ~1 s (docs/scale.md). Hashed, no nested
