@@ -35,6 +35,7 @@ class RunContents:
     metric_points: int
     search_docs: int
     marks: int
+    verdicts: int  # a rubric judge's, on its rollouts
     artifacts: int
     blobs: int  # stored bodies and images no other run uses
     evals_kept: int
@@ -55,7 +56,7 @@ def run_contents(*, run: Run) -> RunContents:
         rollouts=rollouts["n"] or 0, turns=rollouts["turns"] or 0,
         metric_keys=series["n"] or 0, metric_points=series["points"] or 0,
         search_docs=kept_elsewhere.get("search_docs", 0), marks=kept_elsewhere.get("marks", 0),
-        artifacts=kept_elsewhere.get("artifacts", 0),
+        verdicts=kept_elsewhere.get("verdicts", 0), artifacts=kept_elsewhere.get("artifacts", 0),
         blobs=BlobRef.objects.filter(run=run).exclude(sha__in=shared).count(),
         evals_kept=Run.objects.filter(parent=run).count(),
     )

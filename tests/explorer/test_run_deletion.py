@@ -1,5 +1,5 @@
 """Deleting a run from its page and the API: editors only, a confirmation that names what goes,
-everything of the run removed (rollouts, search documents, labels, artifacts, blobs) and audited;
+everything of the run removed (rollouts, search documents, labels, judge verdicts, artifacts, blobs) and audited;
 a big run is marked "deleting" and deleted by a real Celery worker."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 from deeprepo_web import storage
 from deeprepo_web.artifacts.models import Artifact
 from deeprepo_web.audit.models import Action, AuditEvent
+from deeprepo_web.judge.models import JudgeJob, Verdict
 from deeprepo_web.labels.models import Mark
 from deeprepo_web.labels.services import label_create, mark_create
 from deeprepo_web.runs.ingest.metrics import metrics_ingest
@@ -29,7 +30,10 @@ def _full_run(team: Any, name: str = "grpo-to-delete", rollouts: int = 4) -> Run
     rollouts_ingest(run=run, rollouts=[rollout(f"ex-{i}", uid=f"{name}-{i}", sample_index=i, turns=2)
                                        for i in range(rollouts)])
     label = label_create(project=team.project, name=f"gives-up-{name}")
-    mark_create(label=label, rollout=Rollout.objects.filter(run=run).first(), user=team.editor)
+    first = Rollout.objects.filter(run=run).first()
+    mark_create(label=label, rollout=first, user=team.editor)
+    job = JudgeJob.objects.create(project=team.project, rubric="gives up?", label=label, status="done")
+    Verdict.objects.create(job=job, rollout=first, run=run, answer=True, explanation="it stops at turn 2")
     sha = storage.blob_put(f"a long body of {name}".encode() * 100)
     BlobRef.objects.create(sha=sha, run=run)
     Artifact.objects.create(run=run, name="model.safetensors", size=3, sha256="0" * 64,
@@ -46,8 +50,8 @@ def test_confirmation_names_what_goes_and_post_deletes_everything(client, team):
     client.force_login(team.editor)
     page = client.get(f"/p/demo/runs/{run.public_id}/delete/").content.decode()
     assert "Delete run grpo-to-delete?" in page
-    for text in ("<b>4</b> rollouts", "<b>1</b> metric key", "<b>1</b> label", "<b>1</b> artifact",
-                 "<b>1</b> stored blob", "search documents"):
+    for text in ("<b>4</b> rollouts", "<b>1</b> metric key", "<b>1</b> label", "<b>1</b> judge verdict",
+                 "<b>1</b> artifact", "<b>1</b> stored blob", "search documents"):
         assert text in page, text
     assert Run.objects.filter(pk=run.pk).exists()  # looking is not deleting
 
@@ -57,6 +61,7 @@ def test_confirmation_names_what_goes_and_post_deletes_everything(client, team):
     assert not Rollout.objects.filter(run_id=run.pk).exists()
     assert not Doc.objects.filter(run_id=run.pk).exists() and Doc.objects.filter(run_id=keep.pk).exists()
     assert not Mark.objects.filter(run_id=run.pk).exists() and Mark.objects.filter(run=keep).exists()
+    assert not Verdict.objects.filter(run_id=run.pk).exists() and Verdict.objects.filter(run=keep).exists()
     with pytest.raises(FileNotFoundError):
         storage.blob_get(sha)
     assert AuditEvent.objects.filter(action=Action.RUN_DELETED, actor="editor",
