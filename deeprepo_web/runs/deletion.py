@@ -30,7 +30,7 @@ class RunContents:
     """What deleting a run removes (and the eval runs that stay, losing their link to it)."""
 
     rollouts: int
-    turns: int
+    turns: int  # the model's (assistant) turns, as each rollout counts them: every message goes with it
     metric_keys: int
     metric_points: int
     search_docs: int

@@ -15,7 +15,7 @@ def test_editor_deletes_a_run_from_its_page(browser_page, live_server, team, scr
     page.click("#delete-run")
     page.wait_for_url(f"{live_server.url}/p/demo/runs/{run.public_id}/delete/")
     contents = page.inner_text("#delete-contents")
-    assert "4 rollouts with their 8 turns" in contents and "1 label" in contents and "1 artifact" in contents
+    assert "4 rollouts with every turn and tool call (8 model turns)" in contents and "1 label" in contents and "1 artifact" in contents
     page.screenshot(path=f"{screenshot_dir}/run-delete-2-confirm.png", full_page=True)
     page.click("#confirm-delete")
     page.wait_for_url(f"{live_server.url}/p/demo/")

@@ -50,7 +50,7 @@ def test_confirmation_names_what_goes_and_post_deletes_everything(client, team):
     client.force_login(team.editor)
     page = client.get(f"/p/demo/runs/{run.public_id}/delete/").content.decode()
     assert "Delete run grpo-to-delete?" in page
-    for text in ("<b>4</b> rollouts", "<b>1</b> metric key", "<b>1</b> label", "<b>1</b> judge verdict",
+    for text in ("<b>4</b> rollouts with every turn and tool call (8 model turns)", "<b>1</b> metric key", "<b>1</b> label", "<b>1</b> judge verdict",
                  "<b>1</b> artifact", "<b>1</b> stored blob", "search documents"):
         assert text in page, text
     assert Run.objects.filter(pk=run.pk).exists()  # looking is not deleting
