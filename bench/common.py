@@ -16,6 +16,9 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_URL = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+# (all of it, its TOAST part) on disk for the turns documents' table: bench/run_delete.py, bench/turns_storage.py.
+TURNS_DOC_SIZE_SQL = ("SELECT pg_total_relation_size(oid), coalesce(pg_total_relation_size(nullif(reltoastrelid, 0)), 0) "
+                      "FROM pg_class WHERE relname = 'runs_rolloutturns'")
 
 
 def samples_dir() -> Path:

@@ -27,7 +27,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.common import db_url, scratch_database  # noqa: E402
+from bench.common import TURNS_DOC_SIZE_SQL, db_url, scratch_database  # noqa: E402
 
 DB = "deeprepo_bench_run_delete"
 BLOBS = 300
@@ -85,8 +85,7 @@ def _turns_doc_bytes() -> dict[str, int]:
     from django.db import connection
 
     with connection.cursor() as cur:
-        cur.execute("SELECT pg_total_relation_size(c.oid), coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0) "
-                    "FROM pg_class c WHERE c.relname = 'runs_rolloutturns'")
+        cur.execute(TURNS_DOC_SIZE_SQL)
         total, toast = cur.fetchone()
     return {"turns_doc_bytes": total, "turns_toast_bytes": toast}
 

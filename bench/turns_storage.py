@@ -35,7 +35,7 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.common import BASE_URL, db_url, samples_dir, scratch_database  # noqa: E402
+from bench.common import BASE_URL, TURNS_DOC_SIZE_SQL, db_url, samples_dir, scratch_database  # noqa: E402
 
 DB = "deeprepo_bench_turns_storage"
 # name -> (the column's storage, the table's toast_tuple_target; None for Postgres's default)
@@ -134,9 +134,7 @@ def _seed(name: str, target: int | None, rollouts: int) -> dict[str, Any]:
     seed_s = time.monotonic() - t0
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
-        total, toast = conn.execute(
-            "SELECT pg_total_relation_size(oid), coalesce(pg_total_relation_size(nullif(reltoastrelid, 0)), 0) "
-            "FROM pg_class WHERE relname = 'runs_rolloutturns'").fetchone()
+        total, toast = conn.execute(TURNS_DOC_SIZE_SQL).fetchone()
         n = conn.execute("SELECT count(*) FROM runs_rolloutturns").fetchone()[0]
     return {"url": url, "seed_s": round(seed_s, 1), "docs": n, "bytes": round(total / n), "toast_bytes": toast,
             "read_us": [], "delete_ms": []}
