@@ -69,7 +69,9 @@ class Verdict(models.Model):
     """One rollout judged once per job: a resumed job skips rollouts that have one."""
 
     job = models.ForeignKey(JudgeJob, on_delete=models.CASCADE, related_name="verdicts")
-    rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="verdicts", db_index=False)
+    # No foreign key in Postgres: two statement-level triggers keep it (runs/references.py).
+    rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="verdicts", db_index=False,
+                                db_constraint=False)
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="verdicts")  # see labels.Mark.run
     answer = models.BooleanField(null=True)  # None: the judge's reply could not be read
     explanation = models.TextField(blank=True, default="")

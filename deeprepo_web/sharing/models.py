@@ -34,7 +34,9 @@ class ShareLink(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="share_links")
     kind = models.CharField(max_length=16, choices=ShareKind.choices)
     run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
-    rollout = models.ForeignKey("runs.Rollout", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    # No foreign key in Postgres: two statement-level triggers keep it (runs/references.py).
+    rollout = models.ForeignKey("runs.Rollout", null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+                                db_constraint=False)
     example = models.ForeignKey("runs.Example", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     # A report link shows the report's published version (its frozen data), whichever is newest.
     report = models.ForeignKey("reports.Report", null=True, blank=True, on_delete=models.CASCADE, related_name="+")

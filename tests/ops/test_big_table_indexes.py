@@ -51,22 +51,30 @@ def test_the_check_finds_a_repeated_index() -> None:
 
 
 def _unindexed_foreign_keys() -> list[tuple[str, str, str]]:
-    """(table, column, referenced table) of every foreign key whose first column leads no index of its table."""
+    """(table, column, referenced table) of every foreign key whose first column leads no index of its table,
+    and of every rollout_id kept by runs/references.py's triggers instead (their delete joins on it)."""
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT c.conrelid::regclass::text, a.attname, c.confrelid::regclass::text FROM pg_constraint c "
-            "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] "
-            "WHERE c.contype = 'f' AND c.connamespace = 'public'::regnamespace AND NOT EXISTS ("
-            "  SELECT 1 FROM pg_index i WHERE i.indrelid = c.conrelid AND i.indkey[0] = c.conkey[1]) ORDER BY 1, 2")
+            "WITH refs AS ("
+            "  SELECT c.conrelid AS rel, c.conkey[1] AS col, c.confrelid AS target FROM pg_constraint c"
+            "  WHERE c.contype = 'f' AND c.connamespace = 'public'::regnamespace"
+            "  UNION SELECT t.tgrelid, a.attnum, 'runs_rollout'::regclass FROM pg_trigger t"
+            "  JOIN pg_attribute a ON a.attrelid = t.tgrelid AND a.attname = 'rollout_id'"
+            "  WHERE t.tgfoid = 'rollout_refs_check'::regproc) "
+            "SELECT r.rel::regclass::text, a.attname, r.target::regclass::text FROM refs r "
+            "JOIN pg_attribute a ON a.attrelid = r.rel AND a.attnum = r.col "
+            "WHERE NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = r.rel AND i.indkey[0] = r.col) "
+            "ORDER BY 1, 2")
         return list(cur.fetchall())
 
 
 @pytest.mark.django_db
 def test_every_foreign_key_leads_an_index() -> None:
-    """Deleting a run's rollouts checks, for each one, every foreign key that refers to rollouts: without an
-    index leading with the key's column, each check reads that whole table. judge_verdict's rollout had none
-    (judge 0003): with 10,000 verdicts, deleting 10,000 rollouts took 0.88 s of checks instead of 0.17 s, and
-    it grows with both (docs/scale.md, "Deleting a run: its foreign-key checks")."""
+    """Deleting a row checks every foreign key that refers to it, and a deleted rollout's marks, verdicts and
+    links are found by their rollout_id (runs/references.py): without an index leading with that column, each
+    reads its whole table. judge_verdict's rollout had none (judge 0003): with 10,000 verdicts, deleting
+    10,000 rollouts took 0.88 s of checks instead of 0.17 s, and it grows with both (docs/scale.md,
+    "Deleting a run: its foreign-key checks")."""
     assert _unindexed_foreign_keys() == []
 
 
@@ -75,3 +83,12 @@ def test_the_check_finds_a_foreign_key_without_its_index() -> None:
     with connection.cursor() as cur:
         cur.execute("CREATE TABLE test_refers (id bigint PRIMARY KEY, rollout_id bigint REFERENCES runs_rollout (id))")
     assert _unindexed_foreign_keys() == [("test_refers", "rollout_id", "runs_rollout")]
+
+
+@pytest.mark.django_db
+def test_the_check_finds_a_trigger_reference_without_its_index() -> None:
+    with connection.cursor() as cur:
+        cur.execute("CREATE TABLE test_names (id bigint PRIMARY KEY, rollout_id bigint)")
+        cur.execute("CREATE TRIGGER test_names_rollout_added AFTER INSERT ON test_names REFERENCING NEW TABLE AS named "
+                    "FOR EACH STATEMENT EXECUTE FUNCTION rollout_refs_check()")
+    assert _unindexed_foreign_keys() == [("test_names", "rollout_id", "runs_rollout")]
