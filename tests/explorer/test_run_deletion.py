@@ -71,6 +71,24 @@ def test_confirmation_names_what_goes_and_post_deletes_everything(client, team):
     assert f"({run.public_id}) deleted." not in client.get("/p/demo/").content.decode()  # said once
 
 
+def test_a_run_goes_in_slices_of_rollouts_and_none_is_left(team, monkeypatch):
+    """run_delete removes a big run's rollouts ROLLOUTS_PER_DELETE at a time: with slices of 2, a run of 5
+    goes in three, the last one short, and the other run's rollouts, documents and marks stay."""
+    from deeprepo_web.runs import services
+    from deeprepo_web.runs.models import RolloutTurns
+
+    run = _full_run(team, rollouts=5)
+    keep = _full_run(team, name="grpo-stays", rollouts=3)
+    ids = list(Rollout.objects.filter(run=run).values_list("pk", flat=True))
+    monkeypatch.setattr(services, "ROLLOUTS_PER_DELETE", 2)
+
+    assert services.run_delete(run=run)["rollouts"] == 5
+    assert not RolloutTurns.objects.filter(rollout_id__in=ids).exists()
+    assert not Rollout.objects.filter(pk__in=ids).exists()
+    assert RolloutTurns.objects.filter(rollout__run=keep).count() == 3 == keep.rollouts.count()
+    assert Mark.objects.filter(run=keep).count() == 1
+
+
 def test_viewers_and_outsiders_cannot_delete(client, team):
     run = _full_run(team)
     for user in (team.viewer, team.outsider):
