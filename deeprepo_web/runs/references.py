@@ -3,8 +3,9 @@ statement-level triggers instead of a Postgres foreign key.
 
 A foreign key checks each deleted rollout on its own, twice for NO ACTION (is the key back? is it still
 referred to?), for every table that refers to rollouts: deleting a run of 2·10^5 rollouts spent 3.8 s in
-those checks against 2.5 s for every DELETE statement of it (docs/scale.md, "Deleting a run: its
-foreign-key checks"). The triggers do the same work once per statement, as joins:
+those checks against 2.5 s for every DELETE statement of it. The triggers do the same work once per
+statement, as joins, and that deletion took 2.5 s in all (docs/scale.md, "Deleting a run: the checks once
+per statement"):
 
 - `rollout_refs_delete` (AFTER DELETE ON runs_rollout, one trigger per referring table, the table as its
   argument): the rows that name a deleted rollout go with it — what the models' `on_delete=CASCADE`
@@ -18,7 +19,8 @@ foreign-key checks"). The triggers do the same work once per statement, as joins
 The check is immediate, where Django's foreign keys are deferred to the commit: a row must be written
 after its rollout, which every writer does. A rollout's id never changes, so no trigger watches it.
 The models keep their ForeignKey with `db_constraint=False`; each app's migration calls
-`rollout_reference(table)`. The functions themselves are created by runs 0022.
+`rollout_reference(table)`. The functions themselves are created by runs 0022, from FUNCTIONS: a change
+to them needs a migration of its own (CREATE OR REPLACE), or databases made before it keep the old ones.
 """
 
 from __future__ import annotations
