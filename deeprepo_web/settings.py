@@ -263,7 +263,8 @@ DEEPREPO_SEARCH_INDEX_SECONDS = float(env_str("DEEPREPO_SEARCH_INDEX_SECONDS", "
 # (search/indexer.py): more than the database server's cores gains nothing.
 DEEPREPO_SEARCH_INDEX_WORKERS = env_int("DEEPREPO_SEARCH_INDEX_WORKERS", 2)
 # Deleting a run: up to this many rollouts it goes within the request (~0.1 s per 10^4 rollouts with their
-# marks and search documents, bench/run_delete.py: 1.0 s for 10^5); a bigger run is deleted by the worker while the runs table says "deleting".
+# marks and search documents, bench/run_delete.py: 1.0 s for 10^5); a bigger run is deleted by the worker
+# while the runs table says "deleting".
 # A deletion asked for this long ago and not done lost its message or its worker: beat sends it again.
 DEEPREPO_RUN_DELETE_INLINE_ROLLOUTS = env_int("DEEPREPO_RUN_DELETE_INLINE_ROLLOUTS", 10_000)
 DEEPREPO_RUN_DELETE_STALE_SECONDS = float(env_str("DEEPREPO_RUN_DELETE_STALE_SECONDS", "900"))
