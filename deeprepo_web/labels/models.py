@@ -38,8 +38,8 @@ class Mark(models.Model):
     # No foreign key in Postgres: two statement-level triggers keep it (runs/references.py).
     rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="marks", db_index=False,
                                 db_constraint=False)
-    # The rollout's run: run_delete removes rollouts by SQL, then the run through the ORM, whose
-    # cascade reaches marks only through this.
+    # The rollout's run, for a run's marks (mark_run_label). Deleting the rollout deletes its marks, by SQL
+    # too (runs/references.py).
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="marks", db_index=False)
     turn_index = models.IntegerField(null=True, blank=True)
     note = models.TextField(blank=True, default="")
