@@ -100,7 +100,6 @@ def _turns_doc_bytes() -> dict[str, int]:
 
 def _delete_in_parts(run: Any, url: str) -> dict[str, Any]:
     from django.db import connection, transaction
-    from django.db.backends.utils import CursorWrapper
 
     from deeprepo_web.runs.services import run_delete
 
@@ -111,28 +110,23 @@ def _delete_in_parts(run: Any, url: str) -> dict[str, Any]:
         return int(row[0]) if row else 0
 
     parts: dict[str, list[float]] = {}
-    execute: Any = CursorWrapper.execute
 
-    def timed(self: Any, sql: str, params: Any = None) -> Any:
+    def timed(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
         wal, t0 = lsn(), time.monotonic()
         try:
-            return execute(self, sql, params)
+            return execute(sql, params, many, context)
         finally:
-            part = parts.setdefault(" ".join(str(sql).split())[:70], [0, 0.0, 0.0])
+            part = parts.setdefault(" ".join(sql.split())[:70], [0, 0.0, 0.0])
             part[0] += 1
             part[1] += time.monotonic() - t0
             part[2] += (lsn() - wal) / 1e6
 
     side.execute("CHECKPOINT")
     t0 = time.monotonic()
-    with transaction.atomic():
-        CursorWrapper.execute = timed  # type: ignore[method-assign,assignment]
-        try:
-            run_delete(run=run)
-            with connection.cursor() as cur:
-                cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        finally:
-            CursorWrapper.execute = execute  # type: ignore[method-assign]
+    with transaction.atomic(), connection.execute_wrapper(timed):
+        run_delete(run=run)
+        with connection.cursor() as cur:
+            cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
         seconds = time.monotonic() - t0
         transaction.set_rollback(True)
     side.close()

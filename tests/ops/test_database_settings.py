@@ -4,23 +4,15 @@ query). A restore sets it again: tests/ops/test_backup_restore.py."""
 
 from __future__ import annotations
 
-import psycopg
 import pytest
-from django.db import connection
 
 from deeprepo_web.runs.dbsettings import database_settings_apply
-
-
-def _session() -> psycopg.Connection:
-    """A new session of the test database, as a web or worker process opens one."""
-    params = connection.get_connection_params()
-    return psycopg.connect(**{k: v for k, v in params.items() if k not in ("cursor_factory", "context")},
-                           autocommit=True)
+from tests.sessions import session
 
 
 @pytest.mark.django_db
 def test_a_new_session_runs_without_jit() -> None:
-    with _session() as conn:
+    with session(autocommit=True) as conn:
         assert conn.execute("SHOW jit").fetchone()[0] == "off"
         # and so a costly plan is not compiled: no "JIT" section in its EXPLAIN
         plan = conn.execute("EXPLAIN (FORMAT JSON) SELECT sum(g) FROM generate_series(1, 10000000) g "
@@ -30,7 +22,7 @@ def test_a_new_session_runs_without_jit() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_role_that_does_not_own_the_database_is_warned_not_stopped() -> None:
-    with _session() as conn:
+    with session(autocommit=True) as conn:
         conn.execute("DROP ROLE IF EXISTS deeprepo_not_owner")
         conn.execute("CREATE ROLE deeprepo_not_owner")
         notices: list[str] = []

@@ -18,6 +18,7 @@ from deeprepo_web.labels.models import Label, Mark
 from deeprepo_web.runs.models import Rollout, Run
 from deeprepo_web.sharing.models import ShareLink
 from tests.factories import rollout
+from tests.sessions import session
 
 
 def _rollouts(api: Any, n: int) -> tuple[Run, list[Rollout]]:
@@ -75,14 +76,9 @@ def test_a_row_naming_a_missing_rollout_is_refused(api, team, model):
     assert list(stored.values_list("rollout_id", flat=True)) == [target.pk]
 
 
-def _connect() -> psycopg.Connection:
-    params = connection.get_connection_params()
-    return psycopg.connect(**{k: v for k, v in params.items() if k in ("dbname", "host", "port", "user", "password")})
-
-
 def _until_blocked(waiting: int, by: int) -> None:
     """Until backend `waiting` waits for a lock that backend `by` holds (polled: nothing else tells)."""
-    with _connect() as probe:
+    with session() as probe:
         for _ in range(1000):
             if by in probe.execute("SELECT pg_blocking_pids(%s)", [waiting]).fetchone()[0]:
                 return
@@ -98,7 +94,7 @@ def test_a_rollout_deleted_while_a_mark_is_written_takes_it_or_refuses_it(api, t
               "VALUES (%s, %s, %s, '', 'confirmed', 'person', now())")
 
     # The mark first: its check locks the rollout, the delete waits for its commit, then takes the mark.
-    with _connect() as marking, _connect() as deleting:
+    with session() as marking, session() as deleting:
         marking.execute(insert, [label.pk, first.pk, run.pk])
         done = threading.Thread(target=lambda: deleting.execute("DELETE FROM runs_rollout WHERE id = %s",
                                                                 [first.pk]))
@@ -119,7 +115,7 @@ def test_a_rollout_deleted_while_a_mark_is_written_takes_it_or_refuses_it(api, t
         except psycopg.errors.ForeignKeyViolation as error:
             errors.append(error)
 
-    with _connect() as marking, _connect() as deleting:
+    with session() as marking, session() as deleting:
         deleting.execute("DELETE FROM runs_rollout WHERE id = %s", [second.pk])
         done = threading.Thread(target=mark)
         pids = marking.info.backend_pid, deleting.info.backend_pid
