@@ -24,7 +24,9 @@ import django  # noqa: E402
 django.setup()
 
 import orjson  # noqa: E402
+from django.db import connection  # noqa: E402
 
+from bench.ingest import _proc_cpu_s  # noqa: E402
 from deeprepo_web.accounts.models import Project  # noqa: E402
 from deeprepo_web.runs import schemas, services  # noqa: E402
 from deeprepo_web.runs.api import _batch  # noqa: E402
@@ -69,12 +71,16 @@ def main() -> None:
 
     for body in bodies[:3]:  # warm: column types, example rows, imports
         one(body)
-    wall, cpu = time.perf_counter(), time.process_time()
+    with connection.cursor() as cur:  # the Postgres server runs on this machine: its backend's /proc entry
+        cur.execute("SELECT pg_backend_pid()")
+        backend = cur.fetchone()[0]
+    wall, cpu, pg_cpu = time.perf_counter(), time.process_time(), _proc_cpu_s(backend)
     for body in bodies[3:]:
         one(body)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    wall, cpu, pg_cpu = time.perf_counter() - wall, time.process_time() - cpu, _proc_cpu_s(backend) - pg_cpu
     n = a.batches * 64
     print(json.dumps({"bench": "rollouts_inprocess", "rollouts": n, "python_cpu_us_per_rollout": round(cpu * 1e6 / n, 1),
+                      "postgres_cpu_us_per_rollout": round(pg_cpu * 1e6 / n, 1),
                       "wall_us_per_rollout": round(wall * 1e6 / n, 1), "load_avg_1m": os.getloadavg()[0]}))
 
 
