@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import orjson
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -60,11 +61,11 @@ def _run_bodies_clear(run: Run, cutoff: datetime, batch: int) -> tuple[int, list
         shas: set[str] = set()
         cleared: list[tuple[int, str]] = []
         for rid, doc in cur.fetchall():
-            doc, found = bodies_cleared(doc)  # a json column: psycopg hands it over parsed
+            doc, found = bodies_cleared(orjson.loads(doc))
             shas |= found
             cleared.append((rid, dumps(doc)))
         if cleared:
-            cur.execute("UPDATE runs_rolloutturns d SET doc = x.doc::json FROM unnest(%s::bigint[], %s::text[]) "
+            cur.execute("UPDATE runs_rolloutturns d SET doc = x.doc FROM unnest(%s::bigint[], %s::text[]) "
                         "AS x(rid, doc) WHERE d.rollout_id = x.rid", [[c[0] for c in cleared], [c[1] for c in cleared]])
         # The error lines kept on the rollout row (and their signatures) are the outputs' last lines: they
         # go with them.

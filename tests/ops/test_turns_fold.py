@@ -100,7 +100,7 @@ def _sequence(table: str) -> int:
 
 
 def _doc(uid: str) -> list[dict[str, Any]]:
-    return _one("SELECT d.doc FROM runs_rolloutturns d JOIN runs_rollout r ON r.id = d.rollout_id WHERE r.uid = %s",
+    return _one("SELECT d.doc::json FROM runs_rolloutturns d JOIN runs_rollout r ON r.id = d.rollout_id WHERE r.uid = %s",
                 [uid])
 
 

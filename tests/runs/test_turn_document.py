@@ -298,7 +298,7 @@ def test_a_document_that_compresses_small_stays_in_its_row(team) -> None:
                     "FROM runs_rolloutturns d JOIN runs_rollout r ON r.id = d.rollout_id WHERE r.run_id = %s "
                     "ORDER BY r.uid", [run.pk])
         (_, _, noise_size, _), (_, method, stored, raw) = cur.fetchall()
-    assert method in ("lz4", "pglz") and stored < raw / 3  # compressed where it is
+    assert method == "lz4" and stored < raw / 3  # compressed where it is, as the column says (runs 0020, 0023)
     assert noise_size > 4_000
     assert list(Turn.objects.filter(rollout__uid="plain").order_by("index").values_list("content", flat=True)) == words
     assert list(Turn.objects.filter(rollout__uid="noise").order_by("index").values_list("content", flat=True)) == noise
