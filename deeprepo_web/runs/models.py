@@ -250,8 +250,8 @@ class JsonColumn(models.JSONField):
 class JsonTextColumn(models.TextField):
     """JSON kept as text, read back parsed. A json column checks every document it is given, character
     by character: for a rollout's turns that was ~12 µs of the server's CPU per rollout at ingest
-    (docs/scale.md, "The turns document as text"). Its writers make the text with orjson, which
-    writes only valid JSON; SQL reads it with `::jsonb`."""
+    (docs/scale.md, "The turns document as text"). Its writers (the ingest, retention) make the text
+    with `runs.ingest.pg.dumps`, which writes only valid JSON; SQL reads it with `::jsonb`."""
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         return None if value is None else orjson.loads(value)
