@@ -18,9 +18,27 @@ import deeprepo_web.runs.models
 
 # 0020's module name starts with a digit: imported by name, so the views are made exactly as 0020 made them.
 VIEWS = importlib.import_module("deeprepo_web.runs.migrations.0020_turns_document").VIEWS
-DROP_VIEWS = "DROP VIEW runs_toolcall, runs_turn;"
-# A change of type sets the column's compression back to the server's default (pglz), for the rewrite too.
-LZ4 = "ALTER COLUMN doc SET COMPRESSION lz4"
+
+
+def _retype(schema_editor, new_type: str) -> None:
+    with schema_editor.connection.cursor() as cur:
+        # A change of type sets the column's compression back to the server's default (pglz), for the
+        # rewrite too: lz4 is set again in the same statement where 0020 could set it (make run's embedded
+        # Postgres has no lz4).
+        cur.execute("SELECT attcompression FROM pg_attribute WHERE attrelid = 'runs_rolloutturns'::regclass "
+                    "AND attname = 'doc'")
+        lz4 = ", ALTER COLUMN doc SET COMPRESSION lz4" if cur.fetchone()[0] == "l" else ""
+        cur.execute("DROP VIEW runs_toolcall, runs_turn")
+        cur.execute(f"ALTER TABLE runs_rolloutturns ALTER COLUMN doc TYPE {new_type}{lz4}")
+        cur.execute(VIEWS)
+
+
+def to_text(apps, schema_editor):
+    _retype(schema_editor, "text")
+
+
+def to_json(apps, schema_editor):
+    _retype(schema_editor, "json USING doc::json")
 
 
 class Migration(migrations.Migration):
@@ -28,13 +46,7 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.SeparateDatabaseAndState(
-            database_operations=[
-                migrations.RunSQL(
-                    DROP_VIEWS + f"ALTER TABLE runs_rolloutturns ALTER COLUMN doc TYPE text, {LZ4};" + VIEWS,
-                    DROP_VIEWS + f"ALTER TABLE runs_rolloutturns ALTER COLUMN doc TYPE json USING doc::json, {LZ4};"
-                    + VIEWS,
-                ),
-            ],
+            database_operations=[migrations.RunPython(to_text, to_json)],
             state_operations=[
                 migrations.AlterField(model_name="rolloutturns", name="doc",
                                       field=deeprepo_web.runs.models.JsonTextColumn()),
