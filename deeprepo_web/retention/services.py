@@ -10,7 +10,6 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import orjson
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -19,7 +18,7 @@ from deeprepo_web.accounts.models import Project
 from deeprepo_web.retention.models import RetentionMark, RetentionPolicy
 from deeprepo_web.runs.ingest.blobs import blobs_collect
 from deeprepo_web.runs.ingest.pg import dumps
-from deeprepo_web.runs.models import BlobRef, Run
+from deeprepo_web.runs.models import BlobRef, RolloutTurns, Run
 from deeprepo_web.runs.turndoc import bodies_cleared
 
 log = logging.getLogger(__name__)
@@ -57,11 +56,10 @@ def _run_bodies_clear(run: Run, cutoff: datetime, batch: int) -> tuple[int, list
             ids.append(rid)
         if not ids:
             return 0, []
-        cur.execute("SELECT rollout_id, doc FROM runs_rolloutturns WHERE rollout_id = ANY(%s) FOR UPDATE", [ids])
         shas: set[str] = set()
         cleared: list[tuple[int, str]] = []
-        for rid, doc in cur.fetchall():
-            doc, found = bodies_cleared(orjson.loads(doc))
+        for rid, doc in RolloutTurns.objects.select_for_update().filter(rollout_id__in=ids).values_list("rollout_id", "doc"):
+            doc, found = bodies_cleared(doc)
             shas |= found
             cleared.append((rid, dumps(doc)))
         if cleared:

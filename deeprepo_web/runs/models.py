@@ -1,9 +1,9 @@
 from __future__ import annotations
 
+import json
 import secrets
 from typing import Any
 
-import orjson
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
@@ -13,6 +13,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from deeprepo_web.accounts.models import Project
+from deeprepo_web.runs.ingest.pg import dumps
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -250,14 +251,19 @@ class JsonColumn(models.JSONField):
 class JsonTextColumn(models.TextField):
     """JSON kept as text, read back parsed. A json column checks every document it is given, character
     by character: for a rollout's turns that was ~12 µs of the server's CPU per rollout at ingest
-    (docs/scale.md, "The turns document as text"). Its writers (the ingest, retention) make the text
-    with `runs.ingest.pg.dumps`, which writes only valid JSON; SQL reads it with `::jsonb`."""
+    (docs/scale.md, "The turns document as text"). Written with `runs.ingest.pg.dumps`, as the ingest
+    writes it, which writes only valid JSON; SQL reads it with `::jsonb`. Read with json, as psycopg read
+    the json column: orjson would turn an integer past 64 bits (which dumps writes as it is) into a float."""
+
+    # What django-stubs types the attribute as (a TextField's would be str).
+    _pyi_private_set_type: Any
+    _pyi_private_get_type: Any
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
-        return None if value is None else orjson.loads(value)
+        return None if value is None else json.loads(value)
 
     def get_prep_value(self, value: Any) -> Any:
-        return value if value is None or isinstance(value, str) else orjson.dumps(value).decode()
+        return value if value is None or isinstance(value, str) else dumps(value)
 
 
 class RolloutTurns(models.Model):

@@ -316,3 +316,30 @@ def test_a_document_that_compresses_small_stays_in_its_row(team) -> None:
     assert noise_size > 4_000
     assert list(Turn.objects.filter(rollout__uid="plain").order_by("index").values_list("content", flat=True)) == words
     assert list(Turn.objects.filter(rollout__uid="noise").order_by("index").values_list("content", flat=True)) == noise
+
+
+def test_an_integer_past_64_bits_reads_back_exact(team) -> None:
+    """The document is text that `dumps` wrote; an integer orjson cannot hold (it wrote it with json) comes back
+    as that integer, not a float, on the trajectory page's read and after retention cleared the bodies."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from deeprepo_web.retention.services import policy_set, retention_sweep
+    from deeprepo_web.runs.ingest.rollouts import rollouts_ingest
+    from deeprepo_web.runs.models import Rollout
+    from deeprepo_web.runs.services import run_create
+    from deeprepo_web.runs.turns import turns_after
+
+    run, _ = run_create(project=team.project, name="big-ints")
+    rollouts_ingest(run=run, rollouts=[{"example_key": "ex", "uid": "big", "turns": [
+        {"role": "assistant", "content": "c", "metadata": {"n": 2**70},
+         "tool_calls": [{"name": "seeded", "arguments": {"seed": 2**70 + 1}, "output": "o"}]}]}])
+    rollout = Rollout.objects.get(run=run, uid="big")
+    turns, calls, _ = turns_after(rollout=rollout, start=0, limit=10)
+    assert turns[0].metadata == {"n": 2**70} and calls[0].arguments == {"seed": 2**70 + 1}
+    policy_set(project=team.project, keep_days=1)
+    assert retention_sweep(now=timezone.now() + timedelta(days=2)).bodies == 1
+    turns, calls, _ = turns_after(rollout=rollout, start=0, limit=10)
+    assert (turns[0].content, calls[0].output, calls[0].arguments) == ("", "", None)  # bodies cleared
+    assert turns[0].metadata == {"n": 2**70}  # the rest of the document rewritten as it was

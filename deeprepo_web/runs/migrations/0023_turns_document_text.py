@@ -1,7 +1,7 @@
 """A rollout's turns document becomes text instead of json (docs/scale.md, "The turns document as text").
 
 Postgres checks every json value it is given: for an 8.7 kB document that is ~12 µs of the server's CPU
-per rollout at ingest, the biggest single cost of its COPY, for text that only ingest writes (orjson,
+per rollout at ingest, the biggest single cost of its COPY, for text that only ingest writes (runs.ingest.pg.dumps,
 which writes only valid JSON). Stored bytes are the same. The views over it (0020) read `doc::jsonb`
 either way: they are dropped for the change and made again as they were.
 
